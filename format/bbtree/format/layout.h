@@ -1,0 +1,285 @@
+// The bbtree file layout, format version 1: every constant, field offset and
+// section rule that defines bytes in a file.  spec/FORMAT.md is the contract
+// this header implements; the writer, the reader, the verifier, the tools
+// and the fuzzers all take the layout from here and from nowhere else.
+//
+// A file is a sequence of pages of `page_size` bytes, then two optional
+// byte regions:
+//
+//   page 0                          file header (header_size bytes, then zeros)
+//   pages 1 .. leaf_count           leaves, level 0, in key order
+//   pages leaf_count+1 .. root      inner levels, level 1 first; each level's
+//                                   pages are contiguous and in key order, and
+//                                   the root is the last page
+//   [blob_offset, +blob_length)     out-of-page items (long values and keys)
+//   [metadata_offset, +length)      user metadata
+//
+// An inner page's children are contiguous: child i of an inner page at level
+// L is page level_first_page[L - 1] + first_child + i.
+//
+// Nothing in a file is an absolute pointer: pages are named by number and
+// out-of-page items by file offset, so the bytes work at any address.
+#pragma once
+
+#include <bbtree/format/crc32c.h>
+#include <bbtree/format/endian.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace bbtree::format {
+
+// ---------------------------------------------------------------------------
+// Versions and limits
+
+inline constexpr std::uint16_t format_major = 1;
+inline constexpr std::uint16_t format_minor = 0;
+
+inline constexpr std::uint32_t min_page_size = 512;
+inline constexpr std::uint32_t max_page_size = 65536;
+// Chosen by measurement (bench/RESULTS.md): small leaves let one lookup fetch
+// a whole leaf with parallel cache misses.
+inline constexpr std::uint32_t default_page_size = 4096;
+
+inline constexpr std::uint32_t max_key_length = 65536;
+inline constexpr std::uint64_t max_value_length = 0xFFFFFFFFu;  // slot lengths are u32
+inline constexpr std::uint32_t max_fixed_size = 4096;
+
+constexpr bool is_valid_page_size(std::uint64_t page_size) noexcept {
+  return page_size >= min_page_size && page_size <= max_page_size &&
+         (page_size & (page_size - 1)) == 0;
+}
+
+// ---------------------------------------------------------------------------
+// Key and value kinds
+
+enum class key_kind : std::uint8_t { u64 = 1, i64 = 2, fixed = 3, bytes = 4 };
+enum class value_kind : std::uint8_t { none = 0, u64 = 1, fixed = 2, bytes = 3 };
+
+constexpr bool is_valid_key_kind(std::uint8_t kind) noexcept { return kind >= 1 && kind <= 4; }
+constexpr bool is_valid_value_kind(std::uint8_t kind) noexcept { return kind <= 3; }
+
+// Encoded size of every key of a kind, or 0 for variable-length byte strings.
+constexpr std::uint32_t encoded_key_size(key_kind kind, std::uint32_t fixed_size) noexcept {
+  switch (kind) {
+    case key_kind::u64:
+    case key_kind::i64: return 8;
+    case key_kind::fixed: return fixed_size;
+    case key_kind::bytes: return 0;
+  }
+  return 0;
+}
+
+// Integer keys are stored big-endian so that bytewise order is numeric
+// order; i64 additionally flips the sign bit.
+inline void encode_u64_key(std::uint64_t key, unsigned char out[8]) noexcept { store_be(out, key); }
+inline std::uint64_t decode_u64_key(const unsigned char* in) noexcept {
+  return load_be<std::uint64_t>(in);
+}
+inline void encode_i64_key(std::int64_t key, unsigned char out[8]) noexcept {
+  store_be(out, static_cast<std::uint64_t>(key) ^ 0x8000000000000000ull);
+}
+inline std::int64_t decode_i64_key(const unsigned char* in) noexcept {
+  return static_cast<std::int64_t>(load_be<std::uint64_t>(in) ^ 0x8000000000000000ull);
+}
+
+// ---------------------------------------------------------------------------
+// File header (page 0).  All fields little-endian.
+
+inline constexpr unsigned char magic[8] = {0x89, 'B', 'B', 'T', 'R', 'E', 'E', 0x0A};
+inline constexpr std::uint32_t header_size = 512;
+// Levels are numbered from 0 (the leaves) to height - 1 (the root).
+inline constexpr std::uint32_t max_height = 32;
+
+namespace header {
+inline constexpr std::size_t magic_offset = 0;                // 8 bytes
+inline constexpr std::size_t major_offset = 8;                // u16
+inline constexpr std::size_t minor_offset = 10;               // u16
+inline constexpr std::size_t header_size_offset = 12;         // u32, = header_size
+inline constexpr std::size_t required_features_offset = 16;   // u64
+inline constexpr std::size_t optional_features_offset = 24;   // u64
+inline constexpr std::size_t page_size_offset = 32;           // u32
+inline constexpr std::size_t key_kind_offset = 36;            // u8
+inline constexpr std::size_t value_kind_offset = 37;          // u8
+inline constexpr std::size_t key_size_offset = 40;            // u32 (0 for bytes)
+inline constexpr std::size_t value_size_offset = 44;          // u32 (0 for none, bytes)
+inline constexpr std::size_t entry_count_offset = 48;         // u64
+inline constexpr std::size_t height_offset = 56;              // u32, levels incl. leaves
+inline constexpr std::size_t root_page_offset = 60;           // u32
+inline constexpr std::size_t first_leaf_page_offset = 64;     // u32, = 1
+inline constexpr std::size_t leaf_count_offset = 68;          // u32
+inline constexpr std::size_t page_count_offset = 72;          // u32, incl. page 0
+inline constexpr std::size_t blob_offset_offset = 80;         // u64
+inline constexpr std::size_t blob_length_offset = 88;         // u64
+inline constexpr std::size_t metadata_offset_offset = 96;     // u64
+inline constexpr std::size_t metadata_length_offset = 104;    // u64
+inline constexpr std::size_t metadata_checksum_offset = 112;  // u32
+inline constexpr std::size_t build_flags_offset = 116;        // u32
+inline constexpr std::size_t inline_limit_offset = 120;       // u32
+inline constexpr std::size_t prefix_cap_offset = 124;         // u32
+inline constexpr std::size_t file_size_offset = 128;          // u64
+inline constexpr std::size_t max_key_length_offset = 136;     // u32
+inline constexpr std::size_t max_value_length_offset = 140;   // u32
+// u32 level_first_page[max_height]: the first page of each level; zero past the root.
+inline constexpr std::size_t level_table_offset = 256;
+inline constexpr std::size_t checksum_offset = 508;  // u32, CRC32C of [0, 508)
+}  // namespace header
+
+// No feature is defined in version 1.0: a reader refuses a file that sets any
+// required bit, and ignores optional bits it does not know.
+inline constexpr std::uint64_t known_required_features = 0;
+inline constexpr std::uint64_t known_optional_features = 0;
+
+// build_flags: how the file was built, recorded so that dumps can show it.
+namespace build_flag {
+inline constexpr std::uint32_t input_unsorted = 1u << 0;  // entries were sorted by the builder
+inline constexpr std::uint32_t duplicates_shift = 1;      // bits 1-2: duplicate policy
+inline constexpr std::uint32_t duplicates_mask = 3u << duplicates_shift;
+}  // namespace build_flag
+
+enum class duplicate_policy : std::uint8_t { error = 0, keep_first = 1, keep_last = 2 };
+
+// ---------------------------------------------------------------------------
+// Pages.  Every page, leaf or inner, starts with this 32-byte header.
+
+inline constexpr std::uint32_t page_header_size = 32;
+
+namespace page {
+inline constexpr std::size_t checksum_offset = 0;       // u32, CRC32C of [4, page_size)
+inline constexpr std::size_t page_number_offset = 4;    // u32, the page's own number
+inline constexpr std::size_t kind_offset = 8;           // u8, page_kind
+inline constexpr std::size_t level_offset = 9;          // u8, 0 for leaves
+inline constexpr std::size_t inline_width_offset = 10;  // u8, 2, 4 or 8
+inline constexpr std::size_t count_offset = 12;         // u16, keys in the page
+inline constexpr std::size_t prefix_length_offset = 14; // u16
+inline constexpr std::size_t first_rank_offset = 16;    // u64, leaves: entries before this leaf
+inline constexpr std::size_t first_child_offset = 16;   // u32, inner: child 0's index in its level
+inline constexpr std::size_t heap_end_offset = 24;      // u32, end of the page's used bytes
+}  // namespace page
+
+enum class page_kind : std::uint8_t { leaf = 1, inner = 2 };
+
+constexpr bool is_valid_inline_width(std::uint32_t width) noexcept {
+  return width == 2 || width == 4 || width == 8;
+}
+
+constexpr std::uint32_t align8(std::uint32_t offset) noexcept { return (offset + 7u) & ~7u; }
+
+// A variable-length item (a byte-string key's remainder or a bytes value) is
+// described by an 8-byte slot: u32 length, u32 reference.  If the reference
+// has external_flag set, its low 31 bits are the in-page offset of a 16-byte
+// external record {u64 file offset, u32 CRC32C of the item, u32 zero}; else
+// they are the in-page offset of the item's bytes.  An empty item has
+// reference 0.
+inline constexpr std::uint32_t slot_size = 8;
+inline constexpr std::uint32_t external_flag = 0x80000000u;
+inline constexpr std::uint32_t external_record_size = 16;
+
+// Builder policy (readers follow the slot flags, not this rule): an item of
+// more than inline_limit bytes is stored out of the page, and a node's
+// prefix is capped at prefix_cap bytes.
+constexpr std::uint32_t default_inline_limit(std::uint32_t page_size) noexcept { return page_size / 8; }
+constexpr std::uint32_t default_prefix_cap(std::uint32_t page_size) noexcept { return page_size / 8; }
+
+// Where each section of a page starts, derived from the page header and the
+// file's kinds.  Sections follow each other in this order, each aligned to 8
+// bytes, with zero padding:
+//
+//   header     32 bytes
+//   prefix     prefix_length bytes: the bytes every key of the page starts with
+//   inline     count * inline_width: big-endian inline keys, ascending
+//   key data   fixed keys: count * tail_width key tails;
+//              byte-string keys: count * 8-byte slots
+//   values     leaves only: none: nothing; u64: count * 8 (LE);
+//              fixed N: count * N; bytes: count * 8-byte slots
+//   heap       variable-length items and external records, up to heap_end
+//   zeros      up to page_size
+struct page_sections {
+  std::uint32_t prefix = 0;
+  std::uint32_t inline_keys = 0;
+  std::uint32_t key_data = 0;
+  std::uint32_t values = 0;
+  std::uint32_t heap = 0;
+  std::uint32_t tail_width = 0;  // fixed keys: bytes of each key after prefix and inline key
+};
+
+// Computes section offsets; the caller checks that `heap` (and heap_end) lie
+// within the page.  Widened arithmetic: no input can overflow it.
+constexpr page_sections compute_sections(page_kind kind, std::uint32_t count,
+                                         std::uint32_t prefix_length, std::uint32_t inline_width,
+                                         key_kind keys, std::uint32_t key_size, value_kind values,
+                                         std::uint32_t value_size) noexcept {
+  page_sections sections;
+  sections.prefix = page_header_size;
+  sections.inline_keys = align8(page_header_size + prefix_length);
+  sections.key_data = align8(sections.inline_keys + count * inline_width);
+  std::uint32_t key_data_size = 0;
+  if (keys == key_kind::bytes) {
+    key_data_size = count * slot_size;
+  } else {
+    const std::uint32_t suffix = key_size > prefix_length ? key_size - prefix_length : 0;
+    sections.tail_width = suffix > inline_width ? suffix - inline_width : 0;
+    key_data_size = count * sections.tail_width;
+  }
+  sections.values = align8(sections.key_data + key_data_size);
+  std::uint32_t value_data_size = 0;
+  if (kind == page_kind::leaf) {
+    switch (values) {
+      case value_kind::none: break;
+      case value_kind::u64: value_data_size = count * 8; break;
+      case value_kind::fixed: value_data_size = count * value_size; break;
+      case value_kind::bytes: value_data_size = count * slot_size; break;
+    }
+  }
+  sections.heap = align8(sections.values + value_data_size);
+  return sections;
+}
+
+// The inline key of a key suffix: its first `width` bytes, zero-padded,
+// read big-endian.  Equal inline keys are a tie that only the full keys
+// resolve.
+inline std::uint64_t inline_key_of(const unsigned char* suffix, std::size_t suffix_length,
+                                   std::uint32_t width) noexcept {
+  unsigned char padded[8] = {};
+  std::memcpy(padded, suffix, suffix_length < width ? suffix_length : width);
+  switch (width) {
+    case 2: return load_be<std::uint16_t>(padded);
+    case 4: return load_be<std::uint32_t>(padded);
+    default: return load_be<std::uint64_t>(padded);
+  }
+}
+
+inline std::uint64_t load_inline_key(const unsigned char* array, std::size_t index,
+                                     std::uint32_t width) noexcept {
+  switch (width) {
+    case 2: return load_be<std::uint16_t>(array + index * 2);
+    case 4: return load_be<std::uint32_t>(array + index * 4);
+    default: return load_be<std::uint64_t>(array + index * 8);
+  }
+}
+
+inline void store_inline_key(unsigned char* array, std::size_t index, std::uint32_t width,
+                             std::uint64_t value) noexcept {
+  switch (width) {
+    case 2: store_be(array + index * 2, static_cast<std::uint16_t>(value)); break;
+    case 4: store_be(array + index * 4, static_cast<std::uint32_t>(value)); break;
+    default: store_be(array + index * 8, value); break;
+  }
+}
+
+// Page checksums cover everything after the checksum field; the page number
+// stored inside makes a page copied to the wrong place detectable.
+inline std::uint32_t page_checksum(const unsigned char* page_bytes, std::uint32_t page_size) noexcept {
+  return crc32c(page_bytes + 4, page_size - 4);
+}
+
+inline std::uint32_t header_checksum(const unsigned char* header_bytes) noexcept {
+  return crc32c(header_bytes, header::checksum_offset);
+}
+
+// Metadata block: u32 entry count, then per entry u32 key length, key bytes,
+// u32 value length, value bytes; keys unique and in ascending byte order.
+
+}  // namespace bbtree::format

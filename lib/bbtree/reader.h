@@ -1,0 +1,219 @@
+// Reading index files.
+//
+// reader::open maps a file read-only (Boost.Interprocess) or copies it into
+// 2 MiB-aligned anonymous memory; reader::from_memory reads a caller's
+// bytes in place, at any address.  Opening checks the header; queries check
+// every offset they follow, so that no file, however corrupt, makes a
+// reader crash, read outside its bytes or loop: a damaged page gives
+// error(corrupt) or a wrong but safe answer until bbtree::verify finds it.
+//
+// Keys and values are in their encoded form (key_codec.h); typed.h wraps
+// this interface for each key and value type.
+//
+// Thread safety: a reader is immutable after open; any number of threads may
+// query one reader at once.  A cursor is used by one thread at a time.
+#pragma once
+
+#include <bbtree/error.h>
+#include <bbtree/format/layout.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace bbtree {
+
+using format::key_kind;
+using format::value_kind;
+
+enum class memory_mode {
+  map,              // a read-only file mapping
+  map_huge_pages,   // the same, advised with MADV_HUGEPAGE
+  copy_huge_pages,  // a copy in 2 MiB-aligned anonymous memory advised for huge pages
+};
+
+enum class access_advice { normal, random, sequential };
+
+struct open_options {
+  memory_mode memory = memory_mode::map;
+  bool populate = false;  // fault every page in at open
+  access_advice advice = access_advice::normal;
+};
+
+struct file_info {
+  std::uint16_t major_version = 0;
+  std::uint16_t minor_version = 0;
+  std::uint64_t required_features = 0;
+  std::uint64_t optional_features = 0;
+  std::uint32_t page_size = 0;
+  key_kind keys = key_kind::bytes;
+  std::uint32_t key_size = 0;
+  value_kind values = value_kind::none;
+  std::uint32_t value_size = 0;
+  std::uint64_t entries = 0;
+  std::uint32_t height = 0;
+  std::uint32_t root_page = 0;
+  std::uint32_t leaf_count = 0;
+  std::uint32_t page_count = 0;
+  std::uint64_t blob_offset = 0;
+  std::uint64_t blob_length = 0;
+  std::uint64_t metadata_offset = 0;
+  std::uint64_t metadata_length = 0;
+  std::uint32_t build_flags = 0;
+  std::uint32_t inline_limit = 0;
+  std::uint32_t prefix_cap = 0;
+  std::uint64_t file_size = 0;
+  std::uint32_t max_key_length = 0;
+  std::uint32_t max_value_length = 0;
+};
+
+// One end of a key range.
+struct bound {
+  enum class kind : std::uint8_t { unbounded, inclusive, exclusive };
+  kind type = kind::unbounded;
+  std::string_view key;
+
+  static bound none() noexcept { return {}; }
+  static bound inclusive(std::string_view key) noexcept { return {kind::inclusive, key}; }
+  static bound exclusive(std::string_view key) noexcept { return {kind::exclusive, key}; }
+};
+
+namespace detail {
+class reader_core;
+}
+
+struct entry_view {
+  std::string_view key;
+  std::string_view value;
+};
+
+// A position in the index: an entry, or the end.  Bidirectional; moving
+// past either end is undefined only in the sense of the standard iterator
+// rules: it is checked and leaves the cursor at end().
+class cursor {
+ public:
+  using iterator_category = std::bidirectional_iterator_tag;
+  using value_type = entry_view;
+  using difference_type = std::ptrdiff_t;
+  using pointer = void;
+  using reference = entry_view;
+
+  cursor() = default;
+
+  bool is_end() const noexcept;
+  // The encoded key; valid until this cursor moves or is destroyed.
+  std::string_view key() const;
+  // The encoded value; valid while the reader is open.
+  std::string_view value() const;
+  // The number of entries before this one (size() at the end).
+  std::uint64_t rank() const noexcept;
+
+  entry_view operator*() const { return {key(), value()}; }
+  cursor& operator++();
+  cursor operator++(int) {
+    cursor before = *this;
+    ++*this;
+    return before;
+  }
+  cursor& operator--();
+  cursor operator--(int) {
+    cursor before = *this;
+    --*this;
+    return before;
+  }
+  friend bool operator==(const cursor& a, const cursor& b) noexcept {
+    return a.leaf_ == b.leaf_ && a.index_ == b.index_;
+  }
+
+ private:
+  friend class detail::reader_core;
+  cursor(const detail::reader_core* core, std::uint32_t leaf, std::uint32_t index)
+      : core_(core), leaf_(leaf), index_(index) {}
+
+  const detail::reader_core* core_ = nullptr;
+  std::uint32_t leaf_ = 0;   // leaf page number; one past the last leaf at the end
+  std::uint32_t index_ = 0;  // entry within the leaf; 0 at the end
+  mutable std::string key_buffer_;
+};
+
+class entry_range {
+ public:
+  entry_range(cursor first, cursor last) : first_(std::move(first)), last_(std::move(last)) {}
+  const cursor& begin() const noexcept { return first_; }
+  const cursor& end() const noexcept { return last_; }
+  bool empty() const noexcept { return first_ == last_; }
+
+ private:
+  cursor first_;
+  cursor last_;
+};
+
+class reader {
+ public:
+  // Maps `path`.  Throws error(not_bbtree | newer_version |
+  // unsupported_feature | truncated | trailing_data | corrupt_header |
+  // io_error), each naming the file.
+  static reader open(const std::filesystem::path& path, const open_options& options = {});
+  // Reads `bytes` in place; the caller keeps them alive and unchanged while
+  // the reader and its cursors are in use.  `name` appears in errors.
+  static reader from_memory(std::span<const std::byte> bytes, std::string name = "<memory>");
+
+  reader(reader&&) noexcept;
+  reader& operator=(reader&&) noexcept;
+  ~reader();
+
+  const file_info& info() const noexcept;
+  const std::string& name() const noexcept;
+  std::uint64_t size() const noexcept;
+  bool empty() const noexcept { return size() == 0; }
+  // The user metadata recorded by the builder, in key order.
+  std::vector<std::pair<std::string, std::string>> metadata() const;
+  // The bytes being read: the mapping or the copy.
+  std::span<const std::byte> bytes() const noexcept;
+
+  cursor begin() const;
+  cursor end() const;
+  std::optional<entry_view> first() const;
+  std::optional<entry_view> last() const;
+
+  std::optional<std::string_view> get(std::string_view key) const;
+  bool contains(std::string_view key) const { return get(key).has_value(); }
+  cursor find(std::string_view key) const;
+  cursor lower_bound(std::string_view key) const;  // first entry >= key
+  cursor upper_bound(std::string_view key) const;  // first entry > key
+  entry_range equal_range(std::string_view key) const;
+  entry_range range(bound from, bound to) const;
+  // Byte-string keys that start with `prefix` (any key kind: bytewise).
+  entry_range prefix(std::string_view prefix) const;
+
+  // Entries before `key` (lower_bound's rank); O(height).
+  std::uint64_t rank(std::string_view key) const;
+  // Entries within the bounds; O(height).
+  std::uint64_t count(bound from, bound to) const;
+  // The entry of rank `rank` (end() when rank >= size()); O(log n).
+  cursor at(std::uint64_t rank) const;
+
+  // Looks up every key, descending the tree for all of them one level at a
+  // time and prefetching each key's next page, so that cache misses overlap.
+  // out[i] receives the value of keys[i], or nullopt.  Returns how many were
+  // found.  out.size() must equal keys.size().
+  std::size_t get_many(std::span<const std::string_view> keys,
+                       std::span<std::optional<std::string_view>> out) const;
+
+  // The internals, for tests, the verifier and the dump tool.
+  const detail::reader_core& core() const noexcept { return *core_; }
+
+ private:
+  explicit reader(std::unique_ptr<detail::reader_core> core);
+  std::unique_ptr<detail::reader_core> core_;
+};
+
+}  // namespace bbtree
