@@ -43,6 +43,8 @@ struct build_options {
   duplicate_policy duplicates = duplicate_policy::error;
   bool overwrite = false;  // replace an existing destination
   bool sync = true;        // fsync the file and its directory before publishing
+  // Recorded in the header's build flags; sorting_builder sets it.
+  bool input_unsorted = false;
   // User metadata, stored in the file; keys must be unique.
   std::vector<std::pair<std::string, std::string>> metadata;
 };

@@ -95,6 +95,13 @@ struct entry_view {
   std::string_view value;
 };
 
+// An entry whose key is owned: keys are assembled from a page's prefix and
+// suffix, so a key outlives the cursor that read it only as a copy.
+struct entry {
+  std::string key;
+  std::string_view value;  // valid while the reader is open
+};
+
 // A position in the index: an entry, or the end.  Bidirectional; moving
 // past either end is undefined only in the sense of the standard iterator
 // rules: it is checked and leaves the cursor at end().
@@ -181,8 +188,8 @@ class reader {
 
   cursor begin() const;
   cursor end() const;
-  std::optional<entry_view> first() const;
-  std::optional<entry_view> last() const;
+  std::optional<entry> first() const;
+  std::optional<entry> last() const;
 
   std::optional<std::string_view> get(std::string_view key) const;
   bool contains(std::string_view key) const { return get(key).has_value(); }

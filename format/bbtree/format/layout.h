@@ -170,7 +170,8 @@ constexpr std::uint32_t align8(std::uint32_t offset) noexcept { return (offset +
 // A variable-length item (a byte-string key's remainder or a bytes value) is
 // described by an 8-byte slot: u32 length, u32 reference.  If the reference
 // has external_flag set, its low 31 bits are the in-page offset of a 16-byte
-// external record {u64 file offset, u32 CRC32C of the item, u32 zero}; else
+// external record {u64 offset from the start of the blob region, u32 CRC32C
+// of the item, u32 zero}; else
 // they are the in-page offset of the item's bytes.  An empty item has
 // reference 0.
 inline constexpr std::uint32_t slot_size = 8;
@@ -243,7 +244,8 @@ constexpr page_sections compute_sections(page_kind kind, std::uint32_t count,
 inline std::uint64_t inline_key_of(const unsigned char* suffix, std::size_t suffix_length,
                                    std::uint32_t width) noexcept {
   unsigned char padded[8] = {};
-  std::memcpy(padded, suffix, suffix_length < width ? suffix_length : width);
+  const std::size_t copied = suffix_length < width ? suffix_length : width;
+  if (copied > 0) std::memcpy(padded, suffix, copied);
   switch (width) {
     case 2: return load_be<std::uint16_t>(padded);
     case 4: return load_be<std::uint32_t>(padded);

@@ -1,0 +1,126 @@
+// The reader's internals: the validated header, checked access to pages and
+// items, and the search within a page.  The verifier, the dump tool and the
+// tests use it directly; applications use reader.h.
+//
+// Invariant relied on everywhere below: every page number, section offset,
+// slot reference and blob range taken from the file is checked before it is
+// followed, so that any bytes at all give either an answer or
+// error(corrupt), never a read outside [base, base + size).
+#pragma once
+
+#include <bbtree/error.h>
+#include <bbtree/format/layout.h>
+#include <bbtree/reader.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace bbtree::detail {
+
+// A page's header fields and section offsets, checked against the page size.
+struct page_view {
+  const unsigned char* bytes = nullptr;
+  std::uint32_t number = 0;
+  format::page_kind kind = format::page_kind::leaf;
+  std::uint32_t level = 0;
+  std::uint32_t inline_width = 8;
+  std::uint32_t count = 0;
+  std::uint32_t prefix_length = 0;
+  std::uint64_t header_word = 0;  // first_rank (leaf) or first_child (inner)
+  std::uint32_t heap_end = 0;
+  format::page_sections sections;
+
+  std::string_view prefix() const {
+    return {reinterpret_cast<const char*>(bytes + sections.prefix), prefix_length};
+  }
+  std::uint64_t inline_key(std::uint32_t index) const {
+    return format::load_inline_key(bytes + sections.inline_keys, index, inline_width);
+  }
+};
+
+// A variable-length item located in the page or the blob region.
+struct item_view {
+  std::string_view bytes;
+  bool external = false;
+  std::uint64_t blob_offset = 0;      // external items only
+  std::uint32_t stored_checksum = 0;  // external items only
+};
+
+class reader_core {
+ public:
+  // Releases whatever holds the bytes (a mapping, a copy), if anything.
+  using keeper = std::shared_ptr<void>;
+
+  reader_core(std::string name, const unsigned char* base, std::uint64_t size, keeper holder);
+
+  const std::string& name() const noexcept { return name_; }
+  const unsigned char* base() const noexcept { return base_; }
+  std::uint64_t size() const noexcept { return size_; }
+  const file_info& info() const noexcept { return info_; }
+  std::uint32_t level_first_page(std::uint32_t level) const noexcept { return level_first_page_[level]; }
+  // One past the last page of `level`.
+  std::uint32_t level_end_page(std::uint32_t level) const noexcept {
+    return level + 1 < info_.height ? level_first_page_[level + 1] : info_.page_count;
+  }
+  std::uint32_t first_leaf() const noexcept { return 1; }
+  std::uint32_t end_leaf() const noexcept { return 1 + info_.leaf_count; }
+
+  // Decodes and checks page `number`, expected at `level` (or any level
+  // when expected_level < 0).  Throws error(corrupt) naming the page.
+  page_view page(std::uint32_t number, int expected_level) const;
+
+  // The key data of entry `index`: its suffix bytes beyond the inline key.
+  item_view key_remainder(const page_view& page, std::uint32_t index) const;
+  std::uint32_t key_suffix_length(const page_view& page, std::uint32_t index) const;
+  // The value of leaf entry `index`.
+  std::string_view value(const page_view& leaf, std::uint32_t index) const;
+  item_view value_item(const page_view& leaf, std::uint32_t index) const;
+  // Appends the full key of entry `index` to `out`.
+  void append_key(const page_view& page, std::uint32_t index, std::string& out) const;
+
+  // Number of keys of `page` that are < probe (or <= probe when or_equal).
+  std::uint32_t count_below(const page_view& page, std::string_view probe, bool or_equal) const;
+  // Compares key `index` of `page` with a probe known to share the page's
+  // prefix and whose inline key ties with it.
+  int compare_tied(const page_view& page, std::uint32_t index, std::string_view probe_suffix) const;
+
+  // The leaf position of the first entry >= key (or > key when or_equal),
+  // normalized so that index < count, or the end position.
+  struct position {
+    std::uint32_t leaf;
+    std::uint32_t index;
+  };
+  position search(std::string_view key, bool or_equal) const;
+  // The leaf holding `key` if the index has it: the page and the entry.
+  std::uint32_t descend(std::string_view key) const;
+  // Whether entry `index` of `page` equals `key`.
+  bool key_equals(const page_view& page, std::uint32_t index, std::string_view key) const;
+  position end_position() const noexcept { return {end_leaf(), 0}; }
+  // Moves a (leaf, index) that may point one past a leaf's last entry to
+  // the next entry, skipping empty leaves.
+  position normalize(std::uint32_t leaf, std::uint32_t index) const;
+  position next(position at) const;
+  position previous(position at) const;
+  std::uint64_t rank_of(position at) const;
+  position at_rank(std::uint64_t rank) const;
+
+  cursor make_cursor(position at) const { return cursor(this, at.leaf, at.index); }
+
+  [[noreturn]] void corrupt(std::uint32_t page_number, std::string_view what) const;
+
+ private:
+  void validate_header();
+
+  std::string name_;
+  const unsigned char* base_;
+  std::uint64_t size_;
+  keeper holder_;
+  file_info info_;
+  std::array<std::uint32_t, format::max_height> level_first_page_{};
+};
+
+}  // namespace bbtree::detail

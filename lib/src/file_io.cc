@@ -1,0 +1,223 @@
+#include "file_io.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <random>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <stdio.h>  // renameat2, RENAME_NOREPLACE
+
+namespace bbtree::detail {
+
+namespace fs = std::filesystem;
+
+void throw_errno(std::string_view what, const fs::path& path) {
+  const int saved = errno;
+  throw error(errc::io_error, fmt::format("{} {}: {}", what, path.string(), std::strerror(saved)));
+}
+
+void file_descriptor::reset() noexcept {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+void write_all(int fd, const void* data, std::size_t length, const fs::path& path) {
+  const auto* bytes = static_cast<const char*>(data);
+  while (length > 0) {
+    const ssize_t written = ::write(fd, bytes, length);
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("cannot write", path);
+    }
+    bytes += written;
+    length -= static_cast<std::size_t>(written);
+  }
+}
+
+void pwrite_all(int fd, const void* data, std::size_t length, std::uint64_t offset,
+                const fs::path& path) {
+  const auto* bytes = static_cast<const char*>(data);
+  while (length > 0) {
+    const ssize_t written = ::pwrite(fd, bytes, length, static_cast<off_t>(offset));
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("cannot write", path);
+    }
+    bytes += written;
+    offset += static_cast<std::uint64_t>(written);
+    length -= static_cast<std::size_t>(written);
+  }
+}
+
+void pread_all(int fd, void* data, std::size_t length, std::uint64_t offset, const fs::path& path) {
+  auto* bytes = static_cast<char*>(data);
+  while (length > 0) {
+    const ssize_t got = ::pread(fd, bytes, length, static_cast<off_t>(offset));
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("cannot read", path);
+    }
+    if (got == 0) {
+      throw error(errc::io_error, fmt::format("cannot read {}: unexpected end of file", path.string()));
+    }
+    bytes += got;
+    offset += static_cast<std::uint64_t>(got);
+    length -= static_cast<std::size_t>(got);
+  }
+}
+
+void append_file(int target, const fs::path& target_path, int source, std::uint64_t length) {
+  loff_t source_offset = 0;
+  while (length > 0) {
+    const std::size_t chunk = length > (std::uint64_t{1} << 30) ? (std::size_t{1} << 30) : length;
+    ssize_t copied = ::copy_file_range(source, &source_offset, target, nullptr, chunk, 0);
+    if (copied < 0 && (errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL)) {
+      off_t offset = static_cast<off_t>(source_offset);
+      copied = ::sendfile(target, source, &offset, chunk);
+      if (copied > 0) source_offset = offset;
+    }
+    if (copied < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("cannot write", target_path);
+    }
+    if (copied == 0) {
+      throw error(errc::io_error,
+                  fmt::format("cannot write {}: staging file ended early", target_path.string()));
+    }
+    length -= static_cast<std::uint64_t>(copied);
+  }
+}
+
+namespace {
+
+std::string random_suffix() {
+  std::random_device device;
+  return fmt::format("{:08x}", device());
+}
+
+fs::path directory_of(const fs::path& destination) {
+  fs::path directory = destination.parent_path();
+  return directory.empty() ? fs::path(".") : directory;
+}
+
+// Temporary names carry the builder's pid, so that a later build can tell a
+// stale file (its process is gone) from one still being written.
+void remove_stale_temporaries(const fs::path& destination) {
+  const std::string prefix = temporary_name_prefix(destination);
+  std::error_code ignored;
+  for (const auto& item : fs::directory_iterator(directory_of(destination), ignored)) {
+    const std::string name = item.path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+      fs::remove(item.path(), ignored);
+    }
+  }
+}
+
+}  // namespace
+
+std::string temporary_name_prefix(const fs::path& destination) {
+  return "." + destination.filename().string() + ".bbtree-tmp-";
+}
+
+file_descriptor create_anonymous_file(const fs::path& directory) {
+  int fd = ::open(directory.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+  if (fd >= 0) return file_descriptor(fd);
+  if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
+    throw_errno("cannot create a temporary file in", directory);
+  }
+  const fs::path path = directory / (".bbtree-scratch-" + std::to_string(::getpid()) + "-" + random_suffix());
+  fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) throw_errno("cannot create a temporary file in", directory);
+  ::unlink(path.c_str());
+  return file_descriptor(fd);
+}
+
+staged_file::staged_file(fs::path destination, bool overwrite)
+    : destination_(std::move(destination)), directory_(directory_of(destination_)),
+      overwrite_(overwrite) {
+  if (destination_.filename().empty()) {
+    throw error(errc::invalid_argument,
+                fmt::format("output {} names a directory, not a file", destination_.string()));
+  }
+  if (!overwrite_ && ::access(destination_.c_str(), F_OK) == 0) {
+    throw error(errc::already_exists,
+                fmt::format("{} already exists (use --force to replace it)", destination_.string()));
+  }
+  struct stat directory_status;
+  if (::stat(directory_.c_str(), &directory_status) != 0) {
+    throw_errno("cannot create the output in", directory_);
+  }
+  if (!S_ISDIR(directory_status.st_mode)) {
+    errno = ENOTDIR;
+    throw_errno("cannot create the output in", directory_);
+  }
+  remove_stale_temporaries(destination_);
+  int fd = ::open(directory_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
+      throw_errno("cannot create a temporary file in", directory_);
+    }
+    named_path_ = directory_ / (temporary_name_prefix(destination_) + std::to_string(::getpid()) +
+                                "-" + random_suffix());
+    fd = ::open(named_path_.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      named_path_.clear();
+      throw_errno("cannot create a temporary file in", directory_);
+    }
+  }
+  fd_ = file_descriptor(fd);
+}
+
+staged_file::~staged_file() { discard(); }
+
+void staged_file::discard() noexcept {
+  if (published_) return;
+  if (!named_path_.empty()) {
+    ::unlink(named_path_.c_str());
+    named_path_.clear();
+  }
+  fd_.reset();
+}
+
+void staged_file::publish(bool sync) {
+  if (sync && ::fsync(fd_.get()) != 0) throw_errno("cannot sync", destination_);
+  if (named_path_.empty()) {
+    // Give the unnamed file a temporary name first: linkat cannot replace.
+    const fs::path candidate = directory_ / (temporary_name_prefix(destination_) +
+                                             std::to_string(::getpid()) + "-" + random_suffix());
+    const std::string proc_path = "/proc/self/fd/" + std::to_string(fd_.get());
+    if (::linkat(AT_FDCWD, proc_path.c_str(), AT_FDCWD, candidate.c_str(), AT_SYMLINK_FOLLOW) != 0) {
+      throw_errno("cannot create", candidate);
+    }
+    named_path_ = candidate;
+  }
+  if (overwrite_) {
+    if (::rename(named_path_.c_str(), destination_.c_str()) != 0) {
+      throw_errno("cannot rename the new index to", destination_);
+    }
+  } else if (::renameat2(AT_FDCWD, named_path_.c_str(), AT_FDCWD, destination_.c_str(),
+                         RENAME_NOREPLACE) != 0) {
+    if (errno == EEXIST) {
+      throw error(errc::already_exists, fmt::format("{} already exists (use --force to replace it)",
+                                                    destination_.string()));
+    }
+    throw_errno("cannot rename the new index to", destination_);
+  }
+  named_path_.clear();
+  published_ = true;
+  fd_.reset();
+  if (sync) {
+    file_descriptor directory(::open(directory_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (directory.valid()) ::fsync(directory.get());
+  }
+}
+
+}  // namespace bbtree::detail

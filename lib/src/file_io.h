@@ -1,0 +1,100 @@
+// POSIX file helpers shared by the builder and the reader: an owning file
+// descriptor, complete reads and writes that report the file's name, and the
+// temporary-file discipline that makes a build atomic.
+#pragma once
+
+#include <bbtree/error.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace bbtree::detail {
+
+// Throws error(io_error, "<what> <path>: <strerror(errno)>").
+[[noreturn]] void throw_errno(std::string_view what, const std::filesystem::path& path);
+
+class file_descriptor {
+ public:
+  file_descriptor() = default;
+  explicit file_descriptor(int fd) noexcept : fd_(fd) {}
+  ~file_descriptor() { reset(); }
+  file_descriptor(file_descriptor&& other) noexcept : fd_(other.release()) {}
+  file_descriptor& operator=(file_descriptor&& other) noexcept {
+    if (this != &other) {
+      reset();
+      fd_ = other.release();
+    }
+    return *this;
+  }
+  file_descriptor(const file_descriptor&) = delete;
+  file_descriptor& operator=(const file_descriptor&) = delete;
+
+  int get() const noexcept { return fd_; }
+  bool valid() const noexcept { return fd_ >= 0; }
+  int release() noexcept {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  void reset() noexcept;
+
+ private:
+  int fd_ = -1;
+};
+
+// Writes all of `data` at the file's current position (or at `offset`).
+void write_all(int fd, const void* data, std::size_t length, const std::filesystem::path& path);
+void pwrite_all(int fd, const void* data, std::size_t length, std::uint64_t offset,
+                const std::filesystem::path& path);
+// Reads exactly `length` bytes at `offset`; short files are an io_error.
+void pread_all(int fd, void* data, std::size_t length, std::uint64_t offset,
+               const std::filesystem::path& path);
+// Appends `length` bytes of `source` from offset 0 to `target` at its
+// current position, in the kernel where it can.
+void append_file(int target, const std::filesystem::path& target_path, int source,
+                 std::uint64_t length);
+
+// An unnamed file in `directory` (O_TMPFILE), or where the file system has
+// none, a named one that is unlinked at once.  Either way nothing is left
+// behind if the process dies.
+file_descriptor create_anonymous_file(const std::filesystem::path& directory);
+
+// The file a build writes before publishing it.  It is created unnamed where
+// the file system allows; publish() gives it the destination's name
+// atomically.  If the object is destroyed unpublished, nothing remains.
+class staged_file {
+ public:
+  // Removes stale temporary files of earlier builds of the same destination
+  // whose process is gone, then creates the staging file.
+  staged_file(std::filesystem::path destination, bool overwrite);
+  ~staged_file();
+  staged_file(const staged_file&) = delete;
+  staged_file& operator=(const staged_file&) = delete;
+
+  int fd() const noexcept { return fd_.get(); }
+  const std::filesystem::path& destination() const noexcept { return destination_; }
+
+  // fsyncs (if `sync`), then renames the file over the destination (or
+  // fails with already_exists when overwriting was not allowed), then
+  // fsyncs the directory.
+  void publish(bool sync);
+  // Discards the file.  Idempotent, never throws.
+  void discard() noexcept;
+
+ private:
+  std::filesystem::path destination_;
+  std::filesystem::path directory_;
+  std::filesystem::path named_path_;  // set while the file has a temporary name
+  file_descriptor fd_;
+  bool overwrite_ = false;
+  bool published_ = false;
+};
+
+// The prefix of temporary names for `destination`, for tests that check
+// nothing is left behind: ".<name>.bbtree-tmp-".
+std::string temporary_name_prefix(const std::filesystem::path& destination);
+
+}  // namespace bbtree::detail

@@ -1,0 +1,338 @@
+// The public reader: opening (mapping, huge pages, copies), the query
+// interface over reader_core, cursors, and the batched lookup.
+#include <bbtree/detail/reader_core.h>
+#include <bbtree/reader.h>
+
+#include "file_io.h"
+
+#include <boost/interprocess/file_mapping.hpp>
+#include <boost/interprocess/mapped_region.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace bbtree {
+
+namespace fs = std::filesystem;
+namespace bip = boost::interprocess;
+using detail::page_view;
+using detail::reader_core;
+
+namespace {
+
+constexpr std::size_t huge_page_size = std::size_t{2} << 20;
+
+void apply_advice(void* address, std::size_t length, const open_options& options, bool file_backed) {
+  if (length == 0) return;
+  if (options.memory == memory_mode::map_huge_pages && file_backed) {
+    ::madvise(address, length, MADV_HUGEPAGE);  // advisory: failure leaves normal pages
+  }
+  if (options.advice == access_advice::random) ::madvise(address, length, MADV_RANDOM);
+  if (options.advice == access_advice::sequential) ::madvise(address, length, MADV_SEQUENTIAL);
+  if (options.populate) {
+    ::madvise(address, length, MADV_WILLNEED);
+    // Touch every page so that the first queries find them mapped.
+    const auto* bytes = static_cast<const volatile unsigned char*>(address);
+    unsigned char sink = 0;
+    for (std::size_t offset = 0; offset < length; offset += 4096) sink ^= bytes[offset];
+    (void)sink;
+  }
+}
+
+// Anonymous memory aligned to 2 MiB and advised for transparent huge pages.
+// The file's bytes work there unchanged because they hold no pointers.
+std::shared_ptr<void> copy_to_huge_pages(const fs::path& path, std::uint64_t size, const unsigned char** base) {
+  const std::size_t rounded = (size + huge_page_size - 1) / huge_page_size * huge_page_size;
+  const std::size_t reserved = rounded + huge_page_size;
+  void* mapping = ::mmap(nullptr, reserved, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mapping == MAP_FAILED) detail::throw_errno("cannot allocate memory for", path);
+  auto* start = static_cast<unsigned char*>(mapping);
+  auto* aligned = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<std::uintptr_t>(start) + huge_page_size - 1) & ~(huge_page_size - 1));
+  std::shared_ptr<void> holder(mapping, [reserved](void* address) { ::munmap(address, reserved); });
+  ::madvise(aligned, rounded, MADV_HUGEPAGE);
+  detail::file_descriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) detail::throw_errno("cannot open", path);
+  detail::pread_all(fd.get(), aligned, size, 0, path);
+  ::mprotect(aligned, rounded, PROT_READ);
+  *base = aligned;
+  return holder;
+}
+
+}  // namespace
+
+reader::reader(std::unique_ptr<reader_core> core) : core_(std::move(core)) {}
+reader::reader(reader&&) noexcept = default;
+reader& reader::operator=(reader&&) noexcept = default;
+reader::~reader() = default;
+
+reader reader::open(const fs::path& path, const open_options& options) {
+  const std::string name = path.string();
+  struct stat status;
+  if (::stat(path.c_str(), &status) != 0) detail::throw_errno("cannot open", path);
+  if (S_ISDIR(status.st_mode)) {
+    throw error(errc::io_error, fmt::format("cannot open {}: Is a directory", name));
+  }
+  const auto size = static_cast<std::uint64_t>(status.st_size);
+  if (size == 0) {
+    static const unsigned char nothing = 0;
+    return reader(std::make_unique<reader_core>(name, &nothing, 0, nullptr));
+  }
+  if (options.memory == memory_mode::copy_huge_pages) {
+    const unsigned char* base = nullptr;
+    auto holder = copy_to_huge_pages(path, size, &base);
+    apply_advice(const_cast<unsigned char*>(base), size, options, false);
+    return reader(std::make_unique<reader_core>(name, base, size, std::move(holder)));
+  }
+  std::shared_ptr<bip::mapped_region> region;
+  try {
+    bip::file_mapping mapping(path.c_str(), bip::read_only);
+    region = std::make_shared<bip::mapped_region>(mapping, bip::read_only, 0, size);
+  } catch (const bip::interprocess_exception& failure) {
+    throw error(errc::io_error, fmt::format("cannot map {}: {}", name, failure.what()));
+  }
+  apply_advice(region->get_address(), region->get_size(), options, true);
+  const auto* base = static_cast<const unsigned char*>(region->get_address());
+  return reader(std::make_unique<reader_core>(name, base, size, std::move(region)));
+}
+
+reader reader::from_memory(std::span<const std::byte> bytes, std::string name) {
+  static const unsigned char nothing = 0;
+  const auto* base = bytes.empty() ? &nothing : reinterpret_cast<const unsigned char*>(bytes.data());
+  return reader(std::make_unique<reader_core>(std::move(name), base, bytes.size(), nullptr));
+}
+
+const file_info& reader::info() const noexcept { return core_->info(); }
+const std::string& reader::name() const noexcept { return core_->name(); }
+std::uint64_t reader::size() const noexcept { return core_->info().entries; }
+std::span<const std::byte> reader::bytes() const noexcept {
+  return {reinterpret_cast<const std::byte*>(core_->base()), static_cast<std::size_t>(core_->size())};
+}
+
+std::vector<std::pair<std::string, std::string>> reader::metadata() const {
+  const file_info& info = core_->info();
+  std::vector<std::pair<std::string, std::string>> entries;
+  if (info.metadata_length == 0) return entries;
+  const auto* block = core_->base() + info.metadata_offset;
+  const std::uint64_t length = info.metadata_length;
+  auto bad = [&](std::string_view what) {
+    throw error(errc::corrupt, fmt::format("{}: metadata at offset {}: {}", core_->name(), info.metadata_offset, what));
+  };
+  if (format::crc32c(block, length) != format::load_le<std::uint32_t>(core_->base() + format::header::metadata_checksum_offset)) {
+    bad("checksum mismatch");
+  }
+  std::uint64_t offset = 0;
+  auto read_field = [&]() {
+    if (length - offset < 4) bad("field length past the end");
+    const std::uint32_t field_length = format::load_le<std::uint32_t>(block + offset);
+    offset += 4;
+    if (length - offset < field_length) bad("field past the end");
+    std::string field(reinterpret_cast<const char*>(block + offset), field_length);
+    offset += field_length;
+    return field;
+  };
+  if (length < 4) bad("shorter than its count");
+  const std::uint32_t count = format::load_le<std::uint32_t>(block);
+  offset = 4;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    std::string key = read_field();
+    std::string value = read_field();
+    entries.emplace_back(std::move(key), std::move(value));
+  }
+  return entries;
+}
+
+cursor reader::begin() const { return core_->make_cursor(core_->normalize(core_->first_leaf(), 0)); }
+cursor reader::end() const { return core_->make_cursor(core_->end_position()); }
+
+std::optional<entry> reader::first() const {
+  cursor first = begin();
+  if (first.is_end()) return std::nullopt;
+  return entry{std::string(first.key()), first.value()};
+}
+
+std::optional<entry> reader::last() const {
+  cursor last = end();
+  --last;
+  if (last.is_end()) return std::nullopt;
+  return entry{std::string(last.key()), last.value()};
+}
+
+std::optional<std::string_view> reader::get(std::string_view key) const {
+  const page_view leaf = core_->page(core_->descend(key), 0);
+  const std::uint32_t index = core_->count_below(leaf, key, false);
+  if (!core_->key_equals(leaf, index, key)) return std::nullopt;
+  return core_->value(leaf, index);
+}
+
+cursor reader::find(std::string_view key) const {
+  const std::uint32_t leaf_number = core_->descend(key);
+  const page_view leaf = core_->page(leaf_number, 0);
+  const std::uint32_t index = core_->count_below(leaf, key, false);
+  if (!core_->key_equals(leaf, index, key)) return end();
+  return core_->make_cursor({leaf_number, index});
+}
+
+cursor reader::lower_bound(std::string_view key) const { return core_->make_cursor(core_->search(key, false)); }
+cursor reader::upper_bound(std::string_view key) const { return core_->make_cursor(core_->search(key, true)); }
+
+entry_range reader::equal_range(std::string_view key) const {
+  cursor first = lower_bound(key);
+  if (first.is_end() || first.key() != key) return {first, first};
+  cursor last = first;
+  ++last;
+  return {std::move(first), std::move(last)};
+}
+
+namespace {
+
+reader_core::position start_of(const reader_core& core, const bound& from) {
+  switch (from.type) {
+    case bound::kind::unbounded: return core.normalize(core.first_leaf(), 0);
+    case bound::kind::inclusive: return core.search(from.key, false);
+    case bound::kind::exclusive: return core.search(from.key, true);
+  }
+  return core.end_position();
+}
+
+reader_core::position end_of(const reader_core& core, const bound& to) {
+  switch (to.type) {
+    case bound::kind::unbounded: return core.end_position();
+    case bound::kind::inclusive: return core.search(to.key, true);
+    case bound::kind::exclusive: return core.search(to.key, false);
+  }
+  return core.end_position();
+}
+
+bool before(reader_core::position a, reader_core::position b) {
+  return a.leaf < b.leaf || (a.leaf == b.leaf && a.index < b.index);
+}
+
+// The smallest byte string greater than every string that starts with
+// `prefix`, or nothing when there is none (prefix empty or all 0xFF).
+std::optional<std::string> prefix_successor(std::string_view prefix) {
+  std::string successor(prefix);
+  while (!successor.empty() && static_cast<unsigned char>(successor.back()) == 0xFF) successor.pop_back();
+  if (successor.empty()) return std::nullopt;
+  successor.back() = static_cast<char>(static_cast<unsigned char>(successor.back()) + 1);
+  return successor;
+}
+
+}  // namespace
+
+entry_range reader::range(bound from, bound to) const {
+  const auto first = start_of(*core_, from);
+  auto last = end_of(*core_, to);
+  if (before(last, first)) last = first;
+  return {core_->make_cursor(first), core_->make_cursor(last)};
+}
+
+entry_range reader::prefix(std::string_view prefix) const {
+  const std::optional<std::string> successor = prefix_successor(prefix);
+  return range(bound::inclusive(prefix), successor ? bound::exclusive(*successor) : bound::none());
+}
+
+std::uint64_t reader::rank(std::string_view key) const { return core_->rank_of(core_->search(key, false)); }
+
+std::uint64_t reader::count(bound from, bound to) const {
+  const std::uint64_t first = core_->rank_of(start_of(*core_, from));
+  const std::uint64_t last = core_->rank_of(end_of(*core_, to));
+  return last > first ? last - first : 0;
+}
+
+cursor reader::at(std::uint64_t rank) const { return core_->make_cursor(core_->at_rank(rank)); }
+
+std::size_t reader::get_many(std::span<const std::string_view> keys,
+                             std::span<std::optional<std::string_view>> out) const {
+  if (out.size() != keys.size()) {
+    throw error(errc::invalid_argument, "get_many: keys and out differ in size");
+  }
+  const reader_core& core = *core_;
+  const file_info& info = core.info();
+  const unsigned char* base = core.base();
+  // Groups small enough that their pages stay in cache between levels, and
+  // large enough that a level's misses overlap.
+  constexpr std::size_t group = 32;
+  std::uint32_t pages[group];
+  std::size_t found = 0;
+  for (std::size_t start = 0; start < keys.size(); start += group) {
+    const std::size_t n = std::min(group, keys.size() - start);
+    for (std::size_t i = 0; i < n; ++i) pages[i] = info.root_page;
+    for (std::uint32_t level = info.height - 1; level > 0; --level) {
+      for (std::size_t i = 0; i < n; ++i) {
+        const page_view inner = core.page(pages[i], static_cast<int>(level));
+        const std::uint64_t child = std::uint64_t{core.level_first_page(level - 1)} + inner.header_word +
+                                    core.count_below(inner, keys[start + i], true);
+        if (child >= core.level_end_page(level - 1)) {
+          core.corrupt(pages[i], fmt::format("child page {} outside level {}", child, level - 1));
+        }
+        pages[i] = static_cast<std::uint32_t>(child);
+        const unsigned char* next = base + std::uint64_t{pages[i]} * info.page_size;
+        __builtin_prefetch(next);
+        __builtin_prefetch(next + 64);
+      }
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      const page_view leaf = core.page(pages[i], 0);
+      const std::string_view key = keys[start + i];
+      const std::uint32_t index = core.count_below(leaf, key, false);
+      if (core.key_equals(leaf, index, key)) {
+        out[start + i] = core.value(leaf, index);
+        ++found;
+      } else {
+        out[start + i] = std::nullopt;
+      }
+    }
+  }
+  return found;
+}
+
+// ---------------------------------------------------------------------------
+// cursor
+
+bool cursor::is_end() const noexcept { return core_ == nullptr || leaf_ >= core_->end_leaf(); }
+
+std::string_view cursor::key() const {
+  if (is_end()) throw error(errc::invalid_argument, "key() of the end cursor");
+  key_buffer_.clear();
+  core_->append_key(core_->page(leaf_, 0), index_, key_buffer_);
+  return key_buffer_;
+}
+
+std::string_view cursor::value() const {
+  if (is_end()) throw error(errc::invalid_argument, "value() of the end cursor");
+  return core_->value(core_->page(leaf_, 0), index_);
+}
+
+std::uint64_t cursor::rank() const noexcept {
+  if (core_ == nullptr) return 0;
+  try {
+    return core_->rank_of({leaf_, index_});
+  } catch (const error&) {
+    return 0;
+  }
+}
+
+cursor& cursor::operator++() {
+  if (core_ == nullptr) return *this;
+  const auto next = core_->next({leaf_, index_});
+  leaf_ = next.leaf;
+  index_ = next.index;
+  return *this;
+}
+
+cursor& cursor::operator--() {
+  if (core_ == nullptr) return *this;
+  const auto previous = core_->previous({leaf_, index_});
+  leaf_ = previous.leaf;
+  index_ = previous.index;
+  return *this;
+}
+
+}  // namespace bbtree

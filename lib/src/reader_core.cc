@@ -1,0 +1,460 @@
+// Checked access to a file's header, pages and items, and the search within
+// one page.  See spec/FORMAT.md, "Reading".
+#include <bbtree/detail/reader_core.h>
+
+#include "key_compare.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace bbtree::detail {
+
+using format::compute_sections;
+using format::external_flag;
+using format::external_record_size;
+using format::format_major;
+using format::format_minor;
+using format::header_checksum;
+using format::header_size;
+using format::inline_key_of;
+using format::is_valid_inline_width;
+using format::is_valid_key_kind;
+using format::is_valid_page_size;
+using format::is_valid_value_kind;
+using format::key_kind;
+using format::known_required_features;
+using format::load_be;
+using format::load_le;
+using format::magic;
+using format::max_fixed_size;
+using format::max_height;
+using format::max_key_length;
+using format::max_value_length;
+using format::page_kind;
+using format::slot_size;
+using format::value_kind;
+namespace header = format::header;
+namespace page = format::page;
+namespace build_flag = format::build_flag;
+
+reader_core::reader_core(std::string name, const unsigned char* base, std::uint64_t size,
+                         keeper holder)
+    : name_(std::move(name)), base_(base), size_(size), holder_(std::move(holder)) {
+  validate_header();
+}
+
+void reader_core::corrupt(std::uint32_t page_number, std::string_view what) const {
+  throw error(errc::corrupt, fmt::format("{}: page {} (offset {}): {}", name_, page_number,
+                                         std::uint64_t{page_number} * info_.page_size, what));
+}
+
+void reader_core::validate_header() {
+  auto fail = [this](errc code, std::string_view what) {
+    throw error(code, fmt::format("{}: {}", name_, what));
+  };
+  const std::size_t magic_bytes = std::min<std::uint64_t>(size_, sizeof(magic));
+  if (std::memcmp(base_, magic, magic_bytes) != 0 || size_ == 0) {
+    fail(errc::not_bbtree, size_ == 0 ? "empty file, not a bbtree index" : "not a bbtree index (bad magic)");
+  }
+  if (size_ < header_size) {
+    fail(errc::truncated, fmt::format("truncated: {} bytes, shorter than the {}-byte header", size_, header_size));
+  }
+  const unsigned char* h = base_;
+  info_.major_version = load_le<std::uint16_t>(h + header::major_offset);
+  info_.minor_version = load_le<std::uint16_t>(h + header::minor_offset);
+  if (info_.major_version > format_major) {
+    fail(errc::newer_version, fmt::format("format version {}.{} is newer than this reader's {}.{}",
+                                          info_.major_version, info_.minor_version, format_major,
+                                          format_minor));
+  }
+  if (info_.major_version != format_major) {
+    fail(errc::corrupt_header, fmt::format("corrupt header: format version {}.{}", info_.major_version,
+                                           info_.minor_version));
+  }
+  const std::uint32_t stored_checksum = load_le<std::uint32_t>(h + header::checksum_offset);
+  const std::uint32_t computed_checksum = header_checksum(h);
+  if (stored_checksum != computed_checksum) {
+    fail(errc::corrupt_header, fmt::format("corrupt header: checksum {:08x}, expected {:08x}",
+                                           stored_checksum, computed_checksum));
+  }
+  if (load_le<std::uint32_t>(h + header::header_size_offset) != header_size) {
+    fail(errc::corrupt_header, "corrupt header: header size field is not 512");
+  }
+  info_.required_features = load_le<std::uint64_t>(h + header::required_features_offset);
+  info_.optional_features = load_le<std::uint64_t>(h + header::optional_features_offset);
+  if (const std::uint64_t unknown = info_.required_features & ~known_required_features) {
+    fail(errc::unsupported_feature,
+         fmt::format("requires feature bits {:#x} that this reader (format {}.{}) does not know", unknown,
+                     format_major, format_minor));
+  }
+  info_.page_size = load_le<std::uint32_t>(h + header::page_size_offset);
+  if (!is_valid_page_size(info_.page_size)) {
+    fail(errc::corrupt_header, fmt::format("corrupt header: page size {}", info_.page_size));
+  }
+  const std::uint8_t keys = h[header::key_kind_offset];
+  const std::uint8_t values = h[header::value_kind_offset];
+  if (!is_valid_key_kind(keys) || !is_valid_value_kind(values)) {
+    fail(errc::corrupt_header, fmt::format("corrupt header: key kind {} or value kind {}", keys, values));
+  }
+  info_.keys = static_cast<key_kind>(keys);
+  info_.values = static_cast<value_kind>(values);
+  info_.key_size = load_le<std::uint32_t>(h + header::key_size_offset);
+  info_.value_size = load_le<std::uint32_t>(h + header::value_size_offset);
+  const bool key_size_ok = info_.keys == key_kind::bytes ? info_.key_size == 0
+                           : info_.keys == key_kind::fixed
+                               ? info_.key_size >= 1 && info_.key_size <= max_fixed_size
+                               : info_.key_size == 8;
+  const bool value_size_ok = info_.values == value_kind::fixed
+                                 ? info_.value_size >= 1 && info_.value_size <= max_fixed_size
+                             : info_.values == value_kind::u64 ? info_.value_size == 8
+                                                               : info_.value_size == 0;
+  if (!key_size_ok || !value_size_ok) {
+    fail(errc::corrupt_header, fmt::format("corrupt header: key size {} or value size {}", info_.key_size,
+                                           info_.value_size));
+  }
+  info_.entries = load_le<std::uint64_t>(h + header::entry_count_offset);
+  info_.height = load_le<std::uint32_t>(h + header::height_offset);
+  info_.root_page = load_le<std::uint32_t>(h + header::root_page_offset);
+  info_.leaf_count = load_le<std::uint32_t>(h + header::leaf_count_offset);
+  info_.page_count = load_le<std::uint32_t>(h + header::page_count_offset);
+  info_.blob_offset = load_le<std::uint64_t>(h + header::blob_offset_offset);
+  info_.blob_length = load_le<std::uint64_t>(h + header::blob_length_offset);
+  info_.metadata_offset = load_le<std::uint64_t>(h + header::metadata_offset_offset);
+  info_.metadata_length = load_le<std::uint64_t>(h + header::metadata_length_offset);
+  info_.build_flags = load_le<std::uint32_t>(h + header::build_flags_offset);
+  info_.inline_limit = load_le<std::uint32_t>(h + header::inline_limit_offset);
+  info_.prefix_cap = load_le<std::uint32_t>(h + header::prefix_cap_offset);
+  info_.file_size = load_le<std::uint64_t>(h + header::file_size_offset);
+  info_.max_key_length = load_le<std::uint32_t>(h + header::max_key_length_offset);
+  info_.max_value_length = load_le<std::uint32_t>(h + header::max_value_length_offset);
+
+  if (size_ < info_.file_size) {
+    fail(errc::truncated, fmt::format("truncated: {} bytes, the header says {}", size_, info_.file_size));
+  }
+  if (size_ > info_.file_size) {
+    fail(errc::trailing_data,
+         fmt::format("{} bytes of trailing data after the {} bytes the header describes",
+                     size_ - info_.file_size, info_.file_size));
+  }
+  const std::uint64_t pages_end = std::uint64_t{info_.page_count} * info_.page_size;
+  if (info_.page_count < 2 || pages_end > info_.file_size) {
+    fail(errc::corrupt_header, fmt::format("corrupt header: {} pages of {} bytes do not fit in {} bytes",
+                                           info_.page_count, info_.page_size, info_.file_size));
+  }
+  auto region_ok = [&](std::uint64_t offset, std::uint64_t length) {
+    return length == 0 ? offset == 0
+                       : offset >= pages_end && offset <= info_.file_size && length <= info_.file_size - offset;
+  };
+  if (!region_ok(info_.blob_offset, info_.blob_length) ||
+      !region_ok(info_.metadata_offset, info_.metadata_length)) {
+    fail(errc::corrupt_header, "corrupt header: blob or metadata region outside the file");
+  }
+  if (info_.height < 1 || info_.height > max_height || info_.root_page != info_.page_count - 1 ||
+      load_le<std::uint32_t>(h + header::first_leaf_page_offset) != 1) {
+    fail(errc::corrupt_header, fmt::format("corrupt header: height {}, root page {}, {} pages", info_.height,
+                                           info_.root_page, info_.page_count));
+  }
+  for (std::uint32_t level = 0; level < info_.height; ++level) {
+    level_first_page_[level] = load_le<std::uint32_t>(h + header::level_table_offset + 4 * level);
+    const std::uint32_t floor = level == 0 ? 1 : level_first_page_[level - 1] + 1;
+    if (level_first_page_[level] < floor || level_first_page_[level] >= info_.page_count ||
+        (level == 0 && level_first_page_[0] != 1)) {
+      fail(errc::corrupt_header, fmt::format("corrupt header: level {} starts at page {}", level,
+                                             level_first_page_[level]));
+    }
+  }
+  if (level_first_page_[info_.height - 1] != info_.root_page || level_end_page(0) != 1 + info_.leaf_count) {
+    fail(errc::corrupt_header, "corrupt header: level table disagrees with the root page or leaf count");
+  }
+}
+
+page_view reader_core::page(std::uint32_t number, int expected_level) const {
+  if (number < 1 || number >= info_.page_count) corrupt(number, "page number out of range");
+  page_view view;
+  view.bytes = base_ + std::uint64_t{number} * info_.page_size;
+  view.number = number;
+  const unsigned char* p = view.bytes;
+  view.level = p[page::level_offset];
+  view.kind = static_cast<page_kind>(p[page::kind_offset]);
+  view.inline_width = p[page::inline_width_offset];
+  view.count = load_le<std::uint16_t>(p + page::count_offset);
+  view.prefix_length = load_le<std::uint16_t>(p + page::prefix_length_offset);
+  view.header_word = load_le<std::uint64_t>(p + page::first_rank_offset);
+  view.heap_end = load_le<std::uint32_t>(p + page::heap_end_offset);
+  if (expected_level >= 0 && view.level != static_cast<std::uint32_t>(expected_level)) {
+    corrupt(number, fmt::format("level {} where level {} was expected", view.level, expected_level));
+  }
+  if (view.kind != (view.level == 0 ? page_kind::leaf : page_kind::inner)) {
+    corrupt(number, fmt::format("page kind {} at level {}", static_cast<int>(view.kind), view.level));
+  }
+  if (!is_valid_inline_width(view.inline_width)) {
+    corrupt(number, fmt::format("inline key width {}", view.inline_width));
+  }
+  if (view.prefix_length > info_.page_size) corrupt(number, "prefix longer than the page");
+  view.sections = compute_sections(view.kind, view.count, view.prefix_length, view.inline_width, info_.keys,
+                                   info_.key_size, info_.values, info_.value_size);
+  if (view.sections.heap > info_.page_size || view.heap_end < view.sections.heap ||
+      view.heap_end > info_.page_size) {
+    corrupt(number, fmt::format("{} keys do not fit in the page (heap end {})", view.count, view.heap_end));
+  }
+  if (info_.keys != key_kind::bytes && view.prefix_length > info_.key_size) {
+    corrupt(number, "prefix longer than the keys");
+  }
+  return view;
+}
+
+namespace {
+
+item_view resolve_item(const reader_core& core, const page_view& page, std::uint32_t reference,
+                       std::uint64_t length) {
+  item_view item;
+  if (length == 0) return item;
+  const std::uint32_t offset = reference & ~external_flag;
+  if (reference & external_flag) {
+    if (offset < page.sections.heap || std::uint64_t{offset} + external_record_size > page.heap_end) {
+      core.corrupt(page.number, fmt::format("external record at offset {} outside the heap", offset));
+    }
+    item.external = true;
+    item.blob_offset = load_le<std::uint64_t>(page.bytes + offset);
+    item.stored_checksum = load_le<std::uint32_t>(page.bytes + offset + 8);
+    const file_info& info = core.info();
+    if (item.blob_offset > info.blob_length || length > info.blob_length - item.blob_offset) {
+      core.corrupt(page.number, fmt::format("external item of {} bytes at blob offset {} outside the blob region",
+                                            length, item.blob_offset));
+    }
+    item.bytes = {reinterpret_cast<const char*>(core.base() + info.blob_offset + item.blob_offset),
+                  static_cast<std::size_t>(length)};
+    return item;
+  }
+  if (offset < page.sections.heap || offset + length > page.heap_end) {
+    core.corrupt(page.number, fmt::format("item of {} bytes at offset {} outside the heap", length, offset));
+  }
+  item.bytes = {reinterpret_cast<const char*>(page.bytes + offset), static_cast<std::size_t>(length)};
+  return item;
+}
+
+}  // namespace
+
+std::uint32_t reader_core::key_suffix_length(const page_view& page, std::uint32_t index) const {
+  if (info_.keys != key_kind::bytes) return info_.key_size - page.prefix_length;
+  return load_le<std::uint32_t>(page.bytes + page.sections.key_data + index * slot_size);
+}
+
+item_view reader_core::key_remainder(const page_view& page, std::uint32_t index) const {
+  if (info_.keys != key_kind::bytes) {
+    item_view item;
+    item.bytes = {reinterpret_cast<const char*>(page.bytes + page.sections.key_data +
+                                                index * page.sections.tail_width),
+                  page.sections.tail_width};
+    return item;
+  }
+  const unsigned char* slot = page.bytes + page.sections.key_data + index * slot_size;
+  const std::uint32_t suffix_length = load_le<std::uint32_t>(slot);
+  if (suffix_length > max_key_length) corrupt(page.number, fmt::format("key {} is {} bytes long", index, suffix_length));
+  const std::uint32_t remainder = suffix_length > page.inline_width ? suffix_length - page.inline_width : 0;
+  return resolve_item(*this, page, load_le<std::uint32_t>(slot + 4), remainder);
+}
+
+item_view reader_core::value_item(const page_view& leaf, std::uint32_t index) const {
+  const unsigned char* values = leaf.bytes + leaf.sections.values;
+  item_view item;
+  switch (info_.values) {
+    case value_kind::none: return item;
+    case value_kind::u64:
+    case value_kind::fixed:
+      item.bytes = {reinterpret_cast<const char*>(values + std::size_t{index} * info_.value_size),
+                    info_.value_size};
+      return item;
+    case value_kind::bytes: {
+      const unsigned char* slot = values + index * slot_size;
+      return resolve_item(*this, leaf, load_le<std::uint32_t>(slot + 4), load_le<std::uint32_t>(slot));
+    }
+  }
+  return item;
+}
+
+std::string_view reader_core::value(const page_view& leaf, std::uint32_t index) const {
+  return value_item(leaf, index).bytes;
+}
+
+void reader_core::append_key(const page_view& page, std::uint32_t index, std::string& out) const {
+  out.append(page.prefix());
+  const std::uint32_t suffix_length = key_suffix_length(page, index);
+  unsigned char inline_bytes[8];
+  std::uint64_t inline_key = page.inline_key(index);
+  // Inline keys are big-endian integers of inline_width bytes.
+  for (std::uint32_t i = 0; i < page.inline_width; ++i) {
+    inline_bytes[page.inline_width - 1 - i] = static_cast<unsigned char>(inline_key >> (8 * i));
+  }
+  out.append(reinterpret_cast<const char*>(inline_bytes), std::min(suffix_length, page.inline_width));
+  if (suffix_length > page.inline_width) out.append(key_remainder(page, index).bytes);
+}
+
+int reader_core::compare_tied(const page_view& page, std::uint32_t index, std::string_view probe_suffix) const {
+  const std::uint32_t width = page.inline_width;
+  const std::uint64_t stored_length = key_suffix_length(page, index);
+  if (stored_length > width && probe_suffix.size() > width) {
+    return compare_keys(key_remainder(page, index).bytes, probe_suffix.substr(width));
+  }
+  return (stored_length > probe_suffix.size()) - (stored_length < probe_suffix.size());
+}
+
+namespace {
+
+// First index in [low, high) whose inline key is >= target (or > target
+// when strictly_greater).  Branch-free halving: the loop runs log2(n)
+// times whatever the data, and compiles to conditional moves.
+template <std::uint32_t Width, bool StrictlyGreater>
+std::uint32_t inline_bound(const unsigned char* array, std::uint32_t low, std::uint32_t high,
+                           std::uint64_t target) {
+  using word = std::conditional_t<Width == 2, std::uint16_t,
+                                  std::conditional_t<Width == 4, std::uint32_t, std::uint64_t>>;
+  const word key = static_cast<word>(target);
+  const unsigned char* base = array + std::size_t{low} * Width;
+  std::uint32_t length = high - low;
+  while (length > 1) {
+    const std::uint32_t half = length / 2;
+    const word middle = load_be<word>(base + std::size_t{half - 1} * Width);
+    const bool go_right = StrictlyGreater ? middle <= key : middle < key;
+    base = go_right ? base + std::size_t{half} * Width : base;
+    length -= half;
+  }
+  std::uint32_t index = static_cast<std::uint32_t>((base - array) / Width);
+  if (length == 1) {
+    const word last = load_be<word>(base);
+    index += StrictlyGreater ? last <= key : last < key;
+  }
+  return index;
+}
+
+template <bool StrictlyGreater>
+std::uint32_t inline_bound_any(const page_view& page, std::uint32_t low, std::uint32_t high,
+                               std::uint64_t target) {
+  const unsigned char* array = page.bytes + page.sections.inline_keys;
+  switch (page.inline_width) {
+    case 2: return inline_bound<2, StrictlyGreater>(array, low, high, target);
+    case 4: return inline_bound<4, StrictlyGreater>(array, low, high, target);
+    default: return inline_bound<8, StrictlyGreater>(array, low, high, target);
+  }
+}
+
+}  // namespace
+
+std::uint32_t reader_core::count_below(const page_view& page, std::string_view probe, bool or_equal) const {
+  const std::uint32_t prefix_length = page.prefix_length;
+  if (prefix_length > 0) {
+    const std::size_t shared = std::min<std::size_t>(prefix_length, probe.size());
+    const int order = std::memcmp(probe.data(), page.bytes + page.sections.prefix, shared);
+    if (order < 0 || (order == 0 && probe.size() < prefix_length)) return 0;
+    if (order > 0) return page.count;
+  }
+  const std::string_view suffix = probe.substr(prefix_length);
+  const std::uint64_t target =
+      inline_key_of(reinterpret_cast<const unsigned char*>(suffix.data()), suffix.size(), page.inline_width);
+  const std::uint32_t below = inline_bound_any<false>(page, 0, page.count, target);
+  if (below == page.count || page.inline_key(below) != target) return below;
+  // A tie: the full keys decide, within the run of equal inline keys.
+  std::uint32_t tie_end = below + 1;
+  if (tie_end < page.count && page.inline_key(tie_end) == target) {
+    tie_end = inline_bound_any<true>(page, below, page.count, target);
+  }
+  std::uint32_t low = below;
+  std::uint32_t high = tie_end;
+  while (low < high) {
+    const std::uint32_t middle = low + (high - low) / 2;
+    const int order = compare_tied(page, middle, suffix);
+    if (order < 0 || (or_equal && order == 0)) {
+      low = middle + 1;
+    } else {
+      high = middle;
+    }
+  }
+  return low;
+}
+
+// Separators satisfy left < separator <= right, so descending by the number
+// of separators <= key reaches the one leaf that can hold key, and the leaf
+// from which both bounds of key start.
+std::uint32_t reader_core::descend(std::string_view key) const {
+  std::uint32_t number = info_.root_page;
+  for (std::uint32_t level = info_.height - 1; level > 0; --level) {
+    const page_view inner = page(number, static_cast<int>(level));
+    const std::uint64_t child = std::uint64_t{level_first_page_[level - 1]} + inner.header_word +
+                                count_below(inner, key, true);
+    if (child >= level_end_page(level - 1)) corrupt(number, fmt::format("child page {} outside level {}", child, level - 1));
+    number = static_cast<std::uint32_t>(child);
+  }
+  return number;
+}
+
+bool reader_core::key_equals(const page_view& page, std::uint32_t index, std::string_view key) const {
+  if (index >= page.count || key.size() < page.prefix_length ||
+      (page.prefix_length > 0 &&
+       std::memcmp(key.data(), page.bytes + page.sections.prefix, page.prefix_length) != 0)) {
+    return false;
+  }
+  const std::string_view suffix = key.substr(page.prefix_length);
+  return inline_key_of(reinterpret_cast<const unsigned char*>(suffix.data()), suffix.size(), page.inline_width) ==
+             page.inline_key(index) &&
+         compare_tied(page, index, suffix) == 0;
+}
+
+reader_core::position reader_core::search(std::string_view key, bool or_equal) const {
+  const std::uint32_t leaf_number = descend(key);
+  const page_view leaf = page(leaf_number, 0);
+  return normalize(leaf_number, count_below(leaf, key, or_equal));
+}
+
+reader_core::position reader_core::normalize(std::uint32_t leaf, std::uint32_t index) const {
+  while (leaf < end_leaf()) {
+    const page_view view = page(leaf, 0);
+    if (index < view.count) return {leaf, index};
+    ++leaf;
+    index = 0;
+  }
+  return end_position();
+}
+
+reader_core::position reader_core::next(position at) const {
+  if (at.leaf >= end_leaf()) return end_position();
+  return normalize(at.leaf, at.index + 1);
+}
+
+reader_core::position reader_core::previous(position at) const {
+  if (at.leaf < end_leaf() && at.index > 0) return {at.leaf, at.index - 1};
+  std::uint32_t leaf = std::min(at.leaf, end_leaf());
+  while (leaf > first_leaf()) {
+    --leaf;
+    const page_view view = page(leaf, 0);
+    if (view.count > 0) return {leaf, view.count - 1};
+  }
+  return end_position();
+}
+
+std::uint64_t reader_core::rank_of(position at) const {
+  if (at.leaf >= end_leaf()) return info_.entries;
+  return page(at.leaf, 0).header_word + at.index;
+}
+
+reader_core::position reader_core::at_rank(std::uint64_t rank) const {
+  if (rank >= info_.entries) return end_position();
+  // The last leaf whose first_rank is <= rank.  Leaves of fixed-size
+  // entries are all equally full, so the first probe usually lands.
+  std::uint32_t low = first_leaf();
+  std::uint32_t high = end_leaf();  // invariant: answer in [low, high)
+  while (high - low > 1) {
+    const std::uint32_t middle = low + (high - low) / 2;
+    if (page(middle, 0).header_word <= rank) {
+      low = middle;
+    } else {
+      high = middle;
+    }
+  }
+  const std::uint64_t first_rank = page(low, 0).header_word;
+  const std::uint64_t index = rank >= first_rank ? rank - first_rank : 0;
+  return normalize(low, static_cast<std::uint32_t>(std::min<std::uint64_t>(index, 0xFFFFFFFFu)));
+}
+
+}  // namespace bbtree::detail

@@ -1,0 +1,186 @@
+// Differential tests: every key and value kind, random and adversarial key
+// sets, several page sizes; every query is checked against std::map.
+#include "test_support.h"
+
+#include <bbtree/detail/reader_core.h>
+
+#include <catch2/catch.hpp>
+
+using namespace bbtree;
+using namespace bbtree::test;
+
+namespace {
+
+const std::vector<shape>& all_shapes() {
+  static const std::vector<shape> shapes = {
+      {key_kind::u64, 0, value_kind::u64, 0, 4096},
+      {key_kind::u64, 0, value_kind::none, 0, 512},
+      {key_kind::i64, 0, value_kind::u64, 0, 1024},
+      {key_kind::i64, 0, value_kind::bytes, 0, 512},
+      {key_kind::fixed, 16, value_kind::u64, 0, 4096},
+      {key_kind::fixed, 20, value_kind::fixed, 12, 512},
+      {key_kind::fixed, 32, value_kind::none, 0, 1024},
+      {key_kind::fixed, 3, value_kind::bytes, 0, 512},
+      {key_kind::bytes, 0, value_kind::bytes, 0, 4096},
+      {key_kind::bytes, 0, value_kind::bytes, 0, 512},
+      {key_kind::bytes, 0, value_kind::none, 0, 1024},
+      {key_kind::bytes, 0, value_kind::u64, 0, 65536},
+      {key_kind::bytes, 0, value_kind::fixed, 7, 2048},
+  };
+  return shapes;
+}
+
+model random_model(const shape& kinds, std::size_t count, std::uint64_t seed) {
+  std::mt19937_64 random(seed);
+  model entries;
+  while (entries.size() < count) entries[random_key(kinds, random)] = random_value(kinds, random);
+  return entries;
+}
+
+void build_and_check(const shape& kinds, const model& entries, std::size_t random_probes = 200) {
+  scratch_directory scratch;
+  const auto path = scratch / "index.bbt";
+  build_file(path, kinds, entries);
+  const reader index = reader::open(path);
+  std::mt19937_64 random(entries.size());
+  check_against_model(index, entries, probes_for(kinds, entries, random, random_probes));
+}
+
+}  // namespace
+
+TEST_CASE("every kind: random entries at many sizes", "[differential]") {
+  for (const shape& kinds : all_shapes()) {
+    for (std::size_t count : {0, 1, 2, 3, 17, 255, 256, 1000, 5000}) {
+      // Small key spaces cannot hold many distinct keys.
+      if (kinds.keys == key_kind::fixed && kinds.key_size < 4 && count > 5000) continue;
+      DYNAMIC_SECTION(kinds.describe() << ", " << count << " entries") {
+        build_and_check(kinds, random_model(kinds, count, count * 31 + kinds.page_size));
+      }
+    }
+  }
+}
+
+TEST_CASE("counts at page boundaries", "[differential]") {
+  // Fill exactly one leaf, then one entry more and one less, then the same
+  // around the first inner split.
+  const shape kinds{key_kind::u64, 0, value_kind::u64, 0, 512};
+  scratch_directory scratch;
+  model probe_model = random_model(kinds, 20000, 7);
+  build_file(scratch / "probe.bbt", kinds, probe_model);
+  const reader probe = reader::open(scratch / "probe.bbt");
+  const std::uint32_t per_leaf = probe.core().page(1, 0).count;
+  REQUIRE(per_leaf > 2);
+  for (std::size_t count : {std::size_t{per_leaf} - 1, std::size_t{per_leaf}, std::size_t{per_leaf} + 1,
+                            std::size_t{per_leaf} * 2, std::size_t{per_leaf} * 60, std::size_t{per_leaf} * 61 + 1}) {
+    DYNAMIC_SECTION(count << " entries") {
+      model entries;
+      for (std::uint64_t i = 0; i < count; ++i) entries[std::string(u64_key(i * 3).view())] = std::string(u64_value(i).view());
+      build_and_check(kinds, entries, 50);
+    }
+  }
+}
+
+TEST_CASE("byte-string keys: adversarial sets", "[differential]") {
+  const std::uint32_t page_sizes[] = {512, 4096};
+  for (std::uint32_t page_size : page_sizes) {
+    const shape kinds{key_kind::bytes, 0, value_kind::bytes, 0, page_size};
+    SECTION("long shared prefixes, path-like") {
+      model entries;
+      std::mt19937_64 random(page_size);
+      const std::string base = "https://example.com/a/very/long/shared/prefix/of/urls/and/paths/";
+      for (int i = 0; i < 3000; ++i) {
+        std::string key = base + std::to_string(random() % 50) + "/" + std::to_string(random() % 100000);
+        entries[key] = "v" + std::to_string(i);
+      }
+      build_and_check(kinds, entries);
+    }
+    SECTION("keys that tie in their inline keys and differ later") {
+      model entries;
+      for (int i = 0; i < 2000; ++i) {
+        std::string key = "12345678" + std::string(static_cast<std::size_t>(i % 7), 'x') + std::to_string(i);
+        entries[key] = std::to_string(i);
+      }
+      build_and_check(kinds, entries);
+    }
+    SECTION("keys that are prefixes of other keys, with 0x00 and 0xFF bytes") {
+      model entries;
+      std::string key;
+      for (int i = 0; i < 300; ++i) {
+        key += static_cast<char>(i % 3 == 0 ? '\0' : (i % 3 == 1 ? '\xff' : 'k'));
+        entries[key] = std::string(1, static_cast<char>(i));
+        entries[key + '\0'] = "zero";
+      }
+      entries[""] = "the empty key";
+      build_and_check(kinds, entries);
+    }
+    SECTION("keys and values of the maximum length") {
+      model entries;
+      entries[std::string(format::max_key_length, 'a')] = std::string(100000, 'v');
+      entries[std::string(format::max_key_length - 1, 'a') + "b"] = "";
+      entries[std::string(format::max_key_length, '\xff')] = std::string(3 * 1024 * 1024, 'w');
+      entries[std::string(70, 'a')] = std::string(page_size, 'x');
+      for (int i = 0; i < 100; ++i) entries[std::string(static_cast<std::size_t>(i) * 600, 'a')] = std::to_string(i);
+      build_and_check(kinds, entries, 20);
+    }
+    SECTION("only the empty key") {
+      build_and_check(kinds, model{{"", "v"}});
+    }
+  }
+}
+
+TEST_CASE("a value of 64 MiB round-trips", "[differential][large]") {
+  const shape kinds{key_kind::u64, 0, value_kind::bytes, 0, 4096};
+  model entries;
+  std::string big(64u << 20, '\0');
+  for (std::size_t i = 0; i < big.size(); i += 4096) big[i] = static_cast<char>(i >> 12);
+  entries[std::string(u64_key(1).view())] = "small";
+  entries[std::string(u64_key(2).view())] = big;
+  entries[std::string(u64_key(3).view())] = "after";
+  build_and_check(kinds, entries, 10);
+}
+
+TEST_CASE("millions of entries", "[differential][large]") {
+  const shape kinds{key_kind::u64, 0, value_kind::u64, 0, 4096};
+  model entries;
+  std::mt19937_64 random(2024);
+  while (entries.size() < 2'000'000) entries[std::string(u64_key(random()).view())] = std::string(u64_value(random()).view());
+  scratch_directory scratch;
+  build_file(scratch / "big.bbt", kinds, entries);
+  const reader index = reader::open(scratch / "big.bbt");
+  REQUIRE(index.info().height >= 3);
+  std::vector<std::string> probes;
+  for (int i = 0; i < 20000; ++i) probes.push_back(random_key(kinds, random));
+  auto it = entries.begin();
+  for (int i = 0; i < 20000; ++i, std::advance(it, 97)) probes.push_back(it->first);
+  check_against_model(index, entries, probes);
+}
+
+TEST_CASE("the same input gives byte-identical files", "[roundtrip]") {
+  for (const shape& kinds : all_shapes()) {
+    DYNAMIC_SECTION(kinds.describe()) {
+      const model entries = random_model(kinds, 3000, 99);
+      scratch_directory scratch;
+      build_file(scratch / "a.bbt", kinds, entries);
+      build_file(scratch / "b.bbt", kinds, entries);
+      REQUIRE(read_file(scratch / "a.bbt") == read_file(scratch / "b.bbt"));
+      // And through the sorting builder, from shuffled input.
+      std::vector<std::pair<std::string, std::string>> shuffled(entries.begin(), entries.end());
+      std::mt19937_64 random(5);
+      std::shuffle(shuffled.begin(), shuffled.end(), random);
+      build_options options = options_for(kinds);
+      sorting_builder sorter(scratch / "c.bbt", options);
+      for (const auto& [key, value] : shuffled) sorter.add(key, value);
+      sorter.finish();
+      const reader a = reader::open(scratch / "a.bbt");
+      const reader c = reader::open(scratch / "c.bbt");
+      REQUIRE(c.size() == entries.size());
+      // Only the build flags (input unsorted) may differ.
+      std::string bytes_a = read_file(scratch / "a.bbt");
+      std::string bytes_c = read_file(scratch / "c.bbt");
+      REQUIRE(bytes_a.size() == bytes_c.size());
+      REQUIRE(bytes_a.substr(kinds.page_size) == bytes_c.substr(kinds.page_size));
+      REQUIRE((c.info().build_flags & format::build_flag::input_unsorted) != 0);
+      REQUIRE((a.info().build_flags & format::build_flag::input_unsorted) == 0);
+    }
+  }
+}
