@@ -1,0 +1,115 @@
+// bbtree: built with bbtree::builder from sorted input and with
+// bbtree::sorting_builder from unsorted input (sync off, as for every
+// peer); read with reader::open, memory_mode::map ("off") or
+// memory_mode::copy_huge_pages ("on").  Batched lookups use get_many.
+#include "peer.h"
+
+#include <bbtree/builder.h>
+#include <bbtree/reader.h>
+
+#include <optional>
+
+namespace bbtree::bench {
+namespace {
+
+template <data_kind K>
+class bbtree_peer {
+ public:
+  static constexpr bool supported = true;
+  static constexpr const char* name = "bbtree";
+  static constexpr peer_caps caps() {
+    peer_caps c;
+    c.huge = true;
+    c.scans = true;
+    c.batched = true;
+    c.verify = false;  // set once bbtree::verify exists: see verify() below
+    return c;
+  }
+  static std::string config(bool huge) {
+    return std::string("4 KiB pages (default), memory_mode::") + (huge ? "copy_huge_pages" : "map");
+  }
+
+  void build(const dataset& d, bool sorted_input, const std::string& file) {
+    build_options options;
+    if constexpr (K == data_kind::u64) {
+      options.keys = key_kind::u64;
+    } else if constexpr (K == data_kind::fix16) {
+      options.keys = key_kind::fixed;
+      options.key_size = 16;
+    } else {
+      options.keys = key_kind::bytes;
+    }
+    options.values = K == data_kind::str ? value_kind::bytes : value_kind::u64;
+    options.overwrite = true;
+    options.sync = false;
+    if (sorted_input) {
+      builder b(file, options);
+      for (std::size_t i = 0; i < d.size(); ++i) b.add(d.keys[i], d.values[i]);
+      b.finish();
+    } else {
+      sorting_builder b(file, options);
+      for (const std::uint32_t i : d.unsorted) b.add(d.keys[i], d.values[i]);
+      b.finish();
+    }
+  }
+
+  std::uint64_t footprint(const std::string& file) { return file_size(file); }
+
+  void open(const std::string& file, bool huge) {
+    open_options options;
+    options.memory = huge ? memory_mode::copy_huge_pages : memory_mode::map;
+    reader_.emplace(reader::open(file, options));
+  }
+  void close() { reader_.reset(); }
+
+  smaps_usage memory_usage(const std::string&) {
+    const auto bytes = reader_->bytes();
+    return smaps_for_range(bytes.data(), bytes.size());
+  }
+
+  bool get(std::string_view key, std::uint64_t& digest) const {
+    const std::optional<std::string_view> value = reader_->get(key);
+    if (!value) return false;
+    digest = value_digest<K>(value->data(), value->size());
+    return true;
+  }
+
+  std::size_t get_many(std::span<const std::string_view> keys, std::uint64_t& digest) {
+    out_.resize(keys.size());
+    const std::size_t found = reader_->get_many(keys, out_);
+    for (const auto& value : out_) {
+      if (value) digest += value_digest<K>(value->data(), value->size());
+    }
+    return found;
+  }
+
+  template <class F>
+  void scan(std::string_view from, std::size_t n, F&& each) const {
+    for (cursor c = reader_->lower_bound(from); n > 0 && !c.is_end(); --n, ++c) {
+      const std::string_view value = c.value();
+      each(value_digest<K>(value.data(), value.size()));
+    }
+  }
+
+  template <class F>
+  void scan_all(F&& each) const {
+    for (cursor c = reader_->begin(); !c.is_end(); ++c) {
+      const std::string_view value = c.value();
+      each(value_digest<K>(value.data(), value.size()));
+    }
+  }
+
+  // Hook for full verification: return the bytes verified, once
+  // bbtree::verify exists (then set caps().verify).
+  std::uint64_t verify(const std::string&) { return 0; }
+
+ private:
+  std::optional<reader> reader_;
+  std::vector<std::optional<std::string_view>> out_;
+};
+
+}  // namespace
+
+std::unique_ptr<peer_runner> make_bbtree(data_kind kind) { return make_runner<bbtree_peer>(kind); }
+
+}  // namespace bbtree::bench
