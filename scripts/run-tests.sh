@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: the normal build and ctest (which
+# also replays every fuzz corpus and regression), the suite again under
+# AddressSanitizer + UndefinedBehaviorSanitizer, the concurrency tests under
+# ThreadSanitizer, and a short run of every libFuzzer target.
+#   FUZZ_SECONDS   seconds per fuzz target (default 30; 0 skips fuzzing)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-deps.sh build test
+jobs=$(nproc)
+
+echo "== build and test (g++, RelWithDebInfo)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j "$jobs"
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+echo "== test under AddressSanitizer + UndefinedBehaviorSanitizer (clang)"
+CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "-DBBTREE_SANITIZE=address;undefined" >/dev/null
+cmake --build build-asan -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$jobs"
+
+echo "== concurrency tests under ThreadSanitizer (clang)"
+CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DBBTREE_SANITIZE=thread -DBBTREE_BUILD_TOOLS=OFF >/dev/null
+cmake --build build-tsan -j "$jobs" --target bbtree_tests
+build-tsan/tests/bbtree_tests "[concurrency]"
+
+if [ "${FUZZ_SECONDS:-30}" != 0 ] && [ -x fuzz/ci-fuzz.sh ]; then
+  echo "== fuzz targets, ${FUZZ_SECONDS:-30} s each"
+  FUZZ_SECONDS="${FUZZ_SECONDS:-30}" fuzz/ci-fuzz.sh
+fi
+echo "== all tests passed"
