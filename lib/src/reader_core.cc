@@ -168,21 +168,11 @@ void reader_core::validate_header() {
   if (level_first_page_[info_.height - 1] != info_.root_page || level_end_page(0) != 1 + info_.leaf_count) {
     fail(errc::corrupt_header, "corrupt header: level table disagrees with the root page or leaf count");
   }
+  prefix_limit_ = info_.keys == key_kind::bytes ? info_.page_size : std::min(info_.key_size, info_.page_size);
 }
 
-page_view reader_core::page(std::uint32_t number, int expected_level) const {
-  if (number < 1 || number >= info_.page_count) corrupt(number, "page number out of range");
-  page_view view;
-  view.bytes = base_ + std::uint64_t{number} * info_.page_size;
-  view.number = number;
-  const unsigned char* p = view.bytes;
-  view.level = p[page::level_offset];
-  view.kind = static_cast<page_kind>(p[page::kind_offset]);
-  view.inline_width = p[page::inline_width_offset];
-  view.count = load_le<std::uint16_t>(p + page::count_offset);
-  view.prefix_length = load_le<std::uint16_t>(p + page::prefix_length_offset);
-  view.header_word = load_le<std::uint64_t>(p + page::first_rank_offset);
-  view.heap_end = load_le<std::uint32_t>(p + page::heap_end_offset);
+void reader_core::diagnose_page(const page_view& view, int expected_level) const {
+  const std::uint32_t number = view.number;
   if (expected_level >= 0 && view.level != static_cast<std::uint32_t>(expected_level)) {
     corrupt(number, fmt::format("level {} where level {} was expected", view.level, expected_level));
   }
@@ -192,17 +182,10 @@ page_view reader_core::page(std::uint32_t number, int expected_level) const {
   if (!is_valid_inline_width(view.inline_width)) {
     corrupt(number, fmt::format("inline key width {}", view.inline_width));
   }
-  if (view.prefix_length > info_.page_size) corrupt(number, "prefix longer than the page");
-  view.sections = compute_sections(view.kind, view.count, view.prefix_length, view.inline_width, info_.keys,
-                                   info_.key_size, info_.values, info_.value_size);
-  if (view.sections.heap > info_.page_size || view.heap_end < view.sections.heap ||
-      view.heap_end > info_.page_size) {
-    corrupt(number, fmt::format("{} keys do not fit in the page (heap end {})", view.count, view.heap_end));
+  if (view.prefix_length > prefix_limit_) {
+    corrupt(number, fmt::format("prefix of {} bytes is longer than the keys or the page", view.prefix_length));
   }
-  if (info_.keys != key_kind::bytes && view.prefix_length > info_.key_size) {
-    corrupt(number, "prefix longer than the keys");
-  }
-  return view;
+  corrupt(number, fmt::format("{} keys do not fit in the page (heap end {})", view.count, view.heap_end));
 }
 
 namespace {
@@ -342,7 +325,46 @@ std::uint32_t inline_bound_any(const page_view& page, std::uint32_t low, std::ui
 
 }  // namespace
 
+namespace {
+
+// Keys of at most eight bytes, read big-endian and zero-padded, compare as
+// integers; so do a page's prefix and its inline keys.
+std::uint64_t padded_word(const void* bytes, std::size_t length) {
+  if (length == 8) return load_be<std::uint64_t>(bytes);
+  unsigned char padded[8] = {};
+  if (length > 0) std::memcpy(padded, bytes, length);
+  return load_be<std::uint64_t>(padded);
+}
+
+// The page's prefix as the top bytes of a word.  The eight bytes at the
+// prefix section lie in the page (sections start at 32 and pages are at
+// least 512 bytes); bytes past the prefix are masked off.
+std::uint64_t prefix_word(const page_view& page, std::uint64_t mask) {
+  return load_be<std::uint64_t>(page.bytes + page.sections.prefix) & mask;
+}
+
+}  // namespace
+
+bool reader_core::integer_search_applies(const page_view& page, std::string_view probe) const {
+  // The inline key holds the whole suffix, so inline order is key order and
+  // no tie needs the full key.
+  return info_.keys != key_kind::bytes && info_.key_size <= 8 && probe.size() == info_.key_size &&
+         page.sections.tail_width == 0;
+}
+
 std::uint32_t reader_core::count_below(const page_view& page, std::string_view probe, bool or_equal) const {
+  if (integer_search_applies(page, probe)) {
+    const std::uint64_t word = padded_word(probe.data(), probe.size());
+    const std::uint32_t prefix_bits = 8 * page.prefix_length;
+    if (prefix_bits > 0) {
+      const std::uint64_t mask = ~std::uint64_t{0} << (64 - prefix_bits);
+      const std::uint64_t prefix = prefix_word(page, mask);
+      if ((word & mask) != prefix) return (word & mask) < prefix ? 0 : page.count;
+    }
+    const std::uint64_t target = prefix_bits >= 64 ? 0 : (word << prefix_bits) >> (64 - 8 * page.inline_width);
+    return or_equal ? inline_bound_any<true>(page, 0, page.count, target)
+                    : inline_bound_any<false>(page, 0, page.count, target);
+  }
   const std::uint32_t prefix_length = page.prefix_length;
   if (prefix_length > 0) {
     const std::size_t shared = std::min<std::size_t>(prefix_length, probe.size());
@@ -385,11 +407,28 @@ std::uint32_t reader_core::descend(std::string_view key) const {
                                 count_below(inner, key, true);
     if (child >= level_end_page(level - 1)) corrupt(number, fmt::format("child page {} outside level {}", child, level - 1));
     number = static_cast<std::uint32_t>(child);
+    prefetch_page(number);
   }
   return number;
 }
 
+void reader_core::prefetch_page(std::uint32_t number) const {
+  // Every line of a small page at once, so that its misses overlap instead
+  // of following one another through the search.
+  const unsigned char* bytes = base_ + std::uint64_t{number} * info_.page_size;
+  const std::uint32_t span = std::min<std::uint32_t>(info_.page_size, prefetch_bytes);
+  for (std::uint32_t offset = 0; offset < span; offset += 64) __builtin_prefetch(bytes + offset);
+}
+
 bool reader_core::key_equals(const page_view& page, std::uint32_t index, std::string_view key) const {
+  if (index < page.count && integer_search_applies(page, key)) {
+    const std::uint32_t prefix_bits = 8 * page.prefix_length;
+    const std::uint64_t word = padded_word(key.data(), key.size());
+    const std::uint64_t mask = prefix_bits == 0 ? 0 : ~std::uint64_t{0} << (64 - prefix_bits);
+    const std::uint64_t prefix = prefix_word(page, mask);
+    const std::uint64_t target = prefix_bits >= 64 ? 0 : (word << prefix_bits) >> (64 - 8 * page.inline_width);
+    return (word & mask) == prefix && page.inline_key(index) == target;
+  }
   if (index >= page.count || key.size() < page.prefix_length ||
       (page.prefix_length > 0 &&
        std::memcmp(key.data(), page.bytes + page.sections.prefix, page.prefix_length) != 0)) {

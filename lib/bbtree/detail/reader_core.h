@@ -71,7 +71,31 @@ class reader_core {
 
   // Decodes and checks page `number`, expected at `level` (or any level
   // when expected_level < 0).  Throws error(corrupt) naming the page.
-  page_view page(std::uint32_t number, int expected_level) const;
+  // Inline, with one branch for all checks: every lookup calls it once a
+  // level.
+  [[gnu::always_inline]] page_view page(std::uint32_t number, int expected_level) const {
+    if (number - 1 >= info_.page_count - 1) [[unlikely]] corrupt(number, "page number out of range");
+    page_view view;
+    view.number = number;
+    view.bytes = base_ + std::uint64_t{number} * info_.page_size;
+    const unsigned char* p = view.bytes;
+    view.level = p[format::page::level_offset];
+    view.kind = static_cast<format::page_kind>(p[format::page::kind_offset]);
+    view.inline_width = p[format::page::inline_width_offset];
+    view.count = format::load_le<std::uint16_t>(p + format::page::count_offset);
+    view.prefix_length = format::load_le<std::uint16_t>(p + format::page::prefix_length_offset);
+    view.header_word = format::load_le<std::uint64_t>(p + format::page::first_rank_offset);
+    view.heap_end = format::load_le<std::uint32_t>(p + format::page::heap_end_offset);
+    view.sections = format::compute_sections(view.kind, view.count, view.prefix_length, view.inline_width,
+                                             info_.keys, info_.key_size, info_.values, info_.value_size);
+    const bool level_ok = expected_level < 0 || view.level == static_cast<std::uint32_t>(expected_level);
+    const bool kind_ok = view.kind == (view.level == 0 ? format::page_kind::leaf : format::page_kind::inner);
+    const bool width_ok = format::is_valid_inline_width(view.inline_width);
+    const bool fits = view.prefix_length <= prefix_limit_ && view.sections.heap <= view.heap_end &&
+                      view.heap_end <= info_.page_size;
+    if (!(level_ok & kind_ok & width_ok & fits)) [[unlikely]] diagnose_page(view, expected_level);
+    return view;
+  }
 
   // The key data of entry `index`: its suffix bytes beyond the inline key.
   item_view key_remainder(const page_view& page, std::uint32_t index) const;
@@ -82,6 +106,8 @@ class reader_core {
   // Appends the full key of entry `index` to `out`.
   void append_key(const page_view& page, std::uint32_t index, std::string& out) const;
 
+  // Whether `probe` can be searched in `page` as a big-endian integer.
+  bool integer_search_applies(const page_view& page, std::string_view probe) const;
   // Number of keys of `page` that are < probe (or <= probe when or_equal).
   std::uint32_t count_below(const page_view& page, std::string_view probe, bool or_equal) const;
   // Compares key `index` of `page` with a probe known to share the page's
@@ -108,9 +134,15 @@ class reader_core {
   std::uint64_t rank_of(position at) const;
   position at_rank(std::uint64_t rank) const;
 
+  // Starts loading the first prefetch_bytes of a page into the cache.
+  void prefetch_page(std::uint32_t number) const;
+  static constexpr std::uint32_t prefetch_bytes = 1024;
+
   cursor make_cursor(position at) const { return cursor(this, at.leaf, at.index); }
 
-  [[noreturn]] void corrupt(std::uint32_t page_number, std::string_view what) const;
+  // Throws the specific error for a page that failed page()'s checks.
+  [[noreturn, gnu::cold, gnu::noinline]] void diagnose_page(const page_view& view, int expected_level) const;
+  [[noreturn, gnu::cold, gnu::noinline]] void corrupt(std::uint32_t page_number, std::string_view what) const;
 
  private:
   void validate_header();
@@ -121,6 +153,9 @@ class reader_core {
   keeper holder_;
   file_info info_;
   std::array<std::uint32_t, format::max_height> level_first_page_{};
+  // A page's prefix is no longer than its keys (fixed sizes) or an eighth
+  // of the page (the builder's cap, and what keeps sections in the page).
+  std::uint32_t prefix_limit_ = 0;
 };
 
 }  // namespace bbtree::detail
