@@ -1,0 +1,119 @@
+/* The C interface, from C: lookups, batches, cursors, counts and errors on
+ * the sample index (English number names -> u64), opened from the file and
+ * from a copy in memory at an odd address.
+ *   test_c_api INDEX */
+#include <bbtree/bbtree.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int passed = 0;
+static int failed = 0;
+
+#define CHECK(condition)                                               \
+  do {                                                                 \
+    if (condition) {                                                   \
+      ++passed;                                                        \
+    } else {                                                           \
+      ++failed;                                                        \
+      fprintf(stderr, "%s:%d: failed: %s\n", __FILE__, __LINE__, #condition); \
+    }                                                                  \
+  } while (0)
+
+static uint64_t value_of(const bbtree_index* index, const char* key) {
+  bbtree_bytes value = {0, 0};
+  if (bbtree_get(index, key, strlen(key), &value) != BBTREE_OK || value.size != 8) return UINT64_MAX;
+  return bbtree_u64_value(value.data);
+}
+
+static void check_index(const bbtree_index* index) {
+  CHECK(bbtree_size(index) == 5001);
+  CHECK(bbtree_get_key_kind(index) == BBTREE_KEY_BYTES);
+  CHECK(bbtree_get_value_kind(index) == BBTREE_VALUE_U64);
+  CHECK(value_of(index, "forty-two") == 42);
+  CHECK(value_of(index, "zero") == 0);
+  CHECK(value_of(index, "five thousand") == 5000);
+
+  bbtree_bytes value = {0, 0};
+  CHECK(bbtree_get(index, "eleventy", 8, &value) == BBTREE_NOT_FOUND);
+
+  bbtree_bytes keys[3] = {{"one", 3}, {"missing", 7}, {"two hundred", 11}};
+  bbtree_bytes values[3];
+  uint8_t found[3];
+  size_t found_count = 0;
+  CHECK(bbtree_get_many(index, keys, 3, values, found, &found_count) == BBTREE_OK);
+  CHECK(found_count == 2);
+  CHECK(found[0] == 1 && bbtree_u64_value(values[0].data) == 1);
+  CHECK(found[1] == 0);
+  CHECK(found[2] == 1 && bbtree_u64_value(values[2].data) == 200);
+
+  /* Keys starting with "twenty-": from "twenty-" up to "twenty." */
+  uint64_t count = 0;
+  CHECK(bbtree_count(index, "twenty-", 7, "twenty.", 7, &count) == BBTREE_OK);
+  CHECK(count == 9);
+
+  bbtree_cursor* cursor = NULL;
+  CHECK(bbtree_cursor_open(index, &cursor) == BBTREE_OK);
+  CHECK(!bbtree_cursor_valid(cursor));
+  CHECK(bbtree_cursor_seek(cursor, "twenty-", 7) == BBTREE_OK);
+  bbtree_bytes key = {0, 0};
+  CHECK(bbtree_cursor_key(cursor, &key) == BBTREE_OK);
+  CHECK(key.size == 12 && memcmp(key.data, "twenty-eight", 12) == 0);
+  int steps = 0;
+  while (bbtree_cursor_valid(cursor)) {
+    CHECK(bbtree_cursor_key(cursor, &key) == BBTREE_OK);
+    if (key.size < 7 || memcmp(key.data, "twenty-", 7) != 0) break;
+    ++steps;
+    bbtree_cursor_next(cursor);
+  }
+  CHECK(steps == 9);
+  CHECK(bbtree_cursor_prev(cursor) == BBTREE_OK);
+  CHECK(bbtree_cursor_value(cursor, &value) == BBTREE_OK);
+  CHECK(bbtree_u64_value(value.data) == 22); /* "twenty-two" is the last key with the prefix */
+
+  CHECK(bbtree_cursor_first(cursor) == BBTREE_OK);
+  CHECK(bbtree_cursor_prev(cursor) == BBTREE_END);
+  CHECK(bbtree_cursor_last(cursor) == BBTREE_OK);
+  CHECK(bbtree_cursor_next(cursor) == BBTREE_END);
+  CHECK(bbtree_cursor_key(cursor, &key) == BBTREE_E_INVALID_ARGUMENT);
+  bbtree_cursor_close(cursor);
+}
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: test_c_api INDEX\n");
+    return 2;
+  }
+  bbtree_index* index = NULL;
+  CHECK(bbtree_open(argv[1], BBTREE_MAP, 0, &index) == BBTREE_OK);
+  if (index != NULL) check_index(index);
+  bbtree_close(index);
+
+  /* The same bytes at an odd address in memory: the layout is relocatable. */
+  FILE* file = fopen(argv[1], "rb");
+  CHECK(file != NULL);
+  if (file != NULL) {
+    fseek(file, 0, SEEK_END);
+    long size = ftell(file);
+    fseek(file, 0, SEEK_SET);
+    char* buffer = malloc((size_t)size + 3);
+    CHECK(fread(buffer + 3, 1, (size_t)size, file) == (size_t)size);
+    fclose(file);
+    CHECK(bbtree_open_memory(buffer + 3, (size_t)size, &index) == BBTREE_OK);
+    if (index != NULL) check_index(index);
+    bbtree_close(index);
+    /* Damaged bytes give an error, never a crash. */
+    buffer[3] = 'X';
+    CHECK(bbtree_open_memory(buffer + 3, (size_t)size, &index) == BBTREE_E_NOT_BBTREE);
+    CHECK(strlen(bbtree_last_error()) > 0);
+    free(buffer);
+  }
+
+  CHECK(bbtree_open("/nonexistent/index.bbt", BBTREE_MAP, 0, &index) == BBTREE_E_IO);
+  CHECK(strstr(bbtree_last_error(), "/nonexistent/index.bbt") != NULL);
+  CHECK(bbtree_open(NULL, BBTREE_MAP, 0, &index) == BBTREE_E_INVALID_ARGUMENT);
+
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed == 0 ? 0 : 1;
+}
