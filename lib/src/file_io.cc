@@ -124,7 +124,12 @@ void remove_stale_temporaries(const fs::path& destination) {
 }  // namespace
 
 std::string temporary_name_prefix(const fs::path& destination) {
-  return "." + destination.filename().string() + ".bbtree-tmp-";
+  // Appended piece by piece: GCC 12 at -O3 warns falsely (-Wrestrict) on
+  // a chain of operator+.
+  std::string prefix = ".";
+  prefix += destination.filename().string();
+  prefix += ".bbtree-tmp-";
+  return prefix;
 }
 
 file_descriptor create_anonymous_file(const fs::path& directory) {
