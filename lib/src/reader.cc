@@ -255,27 +255,27 @@ std::size_t reader::get_many(std::span<const std::string_view> keys,
   }
   const reader_core& core = *core_;
   const file_info& info = core.info();
-  const unsigned char* base = core.base();
   // Groups small enough that their pages stay in cache between levels, and
   // large enough that a level's misses overlap.
   constexpr std::size_t group = 32;
   std::uint32_t pages[group];
+  std::uint64_t words[group];
+  bool integer[group];
   std::size_t found = 0;
   for (std::size_t start = 0; start < keys.size(); start += group) {
     const std::size_t n = std::min(group, keys.size() - start);
-    for (std::size_t i = 0; i < n; ++i) pages[i] = info.root_page;
+    for (std::size_t i = 0; i < n; ++i) {
+      pages[i] = info.root_page;
+      integer[i] = core.integer_probe(keys[start + i]);
+      words[i] = integer[i] ? core.integer_word(keys[start + i]) : 0;
+    }
     for (std::uint32_t level = info.height - 1; level > 0; --level) {
       for (std::size_t i = 0; i < n; ++i) {
-        const page_view inner = core.page(pages[i], static_cast<int>(level));
-        const std::uint64_t child = std::uint64_t{core.level_first_page(level - 1)} + inner.header_word +
-                                    core.count_below(inner, keys[start + i], true);
-        if (child >= core.level_end_page(level - 1)) {
-          core.corrupt(pages[i], fmt::format("child page {} outside level {}", child, level - 1));
+        if (!integer[i] || !core.integer_step(words[i], level, pages[i])) {
+          integer[i] = false;
+          pages[i] = core.inner_step(keys[start + i], level, pages[i]);
         }
-        pages[i] = static_cast<std::uint32_t>(child);
-        const unsigned char* next = base + std::uint64_t{pages[i]} * info.page_size;
-        __builtin_prefetch(next);
-        __builtin_prefetch(next + 64);
+        core.prefetch_page(pages[i]);
       }
     }
     for (std::size_t i = 0; i < n; ++i) {

@@ -11,6 +11,7 @@
 
 namespace bbtree::detail {
 
+using format::align8;
 using format::compute_sections;
 using format::external_flag;
 using format::external_record_size;
@@ -32,6 +33,7 @@ using format::max_fixed_size;
 using format::max_height;
 using format::max_key_length;
 using format::max_value_length;
+using format::page_header_size;
 using format::page_kind;
 using format::slot_size;
 using format::value_kind;
@@ -313,14 +315,40 @@ std::uint32_t inline_bound(const unsigned char* array, std::uint32_t low, std::u
 }
 
 template <bool StrictlyGreater>
-std::uint32_t inline_bound_any(const page_view& page, std::uint32_t low, std::uint32_t high,
-                               std::uint64_t target) {
-  const unsigned char* array = page.bytes + page.sections.inline_keys;
-  switch (page.inline_width) {
+std::uint32_t inline_bound_any(const unsigned char* array, std::uint32_t width, std::uint32_t low,
+                               std::uint32_t high, std::uint64_t target) {
+  switch (width) {
     case 2: return inline_bound<2, StrictlyGreater>(array, low, high, target);
     case 4: return inline_bound<4, StrictlyGreater>(array, low, high, target);
     default: return inline_bound<8, StrictlyGreater>(array, low, high, target);
   }
+}
+
+template <bool StrictlyGreater>
+std::uint32_t inline_bound_any(const page_view& page, std::uint32_t low, std::uint32_t high,
+                               std::uint64_t target) {
+  return inline_bound_any<StrictlyGreater>(page.bytes + page.sections.inline_keys, page.inline_width, low, high,
+                                           target);
+}
+
+// Keys of at most eight bytes whose suffix fits the inline width compare as
+// big-endian integers, and so do the page's prefix and inline keys: the
+// count below a probe is a masked compare and a branch-free search.  The
+// caller has checked that the inline keys lie in the page.
+std::uint32_t integer_count_below(const unsigned char* page_bytes, std::uint32_t prefix_length,
+                                  std::uint32_t width, std::uint32_t count, std::uint64_t word, bool or_equal) {
+  const std::uint32_t prefix_bits = 8 * prefix_length;
+  if (prefix_bits > 0) {
+    // The eight bytes at the prefix section lie in the page (it starts at
+    // 32 and pages are at least 512 bytes); bytes past the prefix are masked.
+    const std::uint64_t mask = ~std::uint64_t{0} << (64 - prefix_bits);
+    const std::uint64_t prefix = load_be<std::uint64_t>(page_bytes + page_header_size) & mask;
+    if ((word & mask) != prefix) return (word & mask) < prefix ? 0 : count;
+  }
+  const std::uint64_t target = prefix_bits >= 64 ? 0 : (word << prefix_bits) >> (64 - 8 * width);
+  const unsigned char* inline_keys = page_bytes + align8(page_header_size + prefix_length);
+  return or_equal ? inline_bound_any<true>(inline_keys, width, 0, count, target)
+                  : inline_bound_any<false>(inline_keys, width, 0, count, target);
 }
 
 }  // namespace
@@ -336,12 +364,6 @@ std::uint64_t padded_word(const void* bytes, std::size_t length) {
   return load_be<std::uint64_t>(padded);
 }
 
-// The page's prefix as the top bytes of a word.  The eight bytes at the
-// prefix section lie in the page (sections start at 32 and pages are at
-// least 512 bytes); bytes past the prefix are masked off.
-std::uint64_t prefix_word(const page_view& page, std::uint64_t mask) {
-  return load_be<std::uint64_t>(page.bytes + page.sections.prefix) & mask;
-}
 
 }  // namespace
 
@@ -354,21 +376,15 @@ bool reader_core::integer_search_applies(const page_view& page, std::string_view
 
 std::uint32_t reader_core::count_below(const page_view& page, std::string_view probe, bool or_equal) const {
   if (integer_search_applies(page, probe)) {
-    const std::uint64_t word = padded_word(probe.data(), probe.size());
-    const std::uint32_t prefix_bits = 8 * page.prefix_length;
-    if (prefix_bits > 0) {
-      const std::uint64_t mask = ~std::uint64_t{0} << (64 - prefix_bits);
-      const std::uint64_t prefix = prefix_word(page, mask);
-      if ((word & mask) != prefix) return (word & mask) < prefix ? 0 : page.count;
-    }
-    const std::uint64_t target = prefix_bits >= 64 ? 0 : (word << prefix_bits) >> (64 - 8 * page.inline_width);
-    return or_equal ? inline_bound_any<true>(page, 0, page.count, target)
-                    : inline_bound_any<false>(page, 0, page.count, target);
+    return integer_count_below(page.bytes, page.prefix_length, page.inline_width, page.count,
+                               padded_word(probe.data(), probe.size()), or_equal);
   }
   const std::uint32_t prefix_length = page.prefix_length;
   if (prefix_length > 0) {
     const std::size_t shared = std::min<std::size_t>(prefix_length, probe.size());
-    const int order = std::memcmp(probe.data(), page.bytes + page.sections.prefix, shared);
+    // An empty probe may have no data at all: memcmp must not see its null pointer.
+    const int order =
+        shared == 0 ? 0 : std::memcmp(probe.data(), page.bytes + page.sections.prefix, shared);
     if (order < 0 || (order == 0 && probe.size() < prefix_length)) return 0;
     if (order > 0) return page.count;
   }
@@ -401,12 +417,13 @@ std::uint32_t reader_core::count_below(const page_view& page, std::string_view p
 // from which both bounds of key start.
 std::uint32_t reader_core::descend(std::string_view key) const {
   std::uint32_t number = info_.root_page;
-  for (std::uint32_t level = info_.height - 1; level > 0; --level) {
-    const page_view inner = page(number, static_cast<int>(level));
-    const std::uint64_t child = std::uint64_t{level_first_page_[level - 1]} + inner.header_word +
-                                count_below(inner, key, true);
-    if (child >= level_end_page(level - 1)) corrupt(number, fmt::format("child page {} outside level {}", child, level - 1));
-    number = static_cast<std::uint32_t>(child);
+  std::uint32_t level = info_.height - 1;
+  if (integer_probe(key)) {
+    const std::uint64_t word = integer_word(key);
+    for (; level > 0 && integer_step(word, level, number); --level) prefetch_page(number);
+  }
+  for (; level > 0; --level) {
+    number = inner_step(key, level, number);
     prefetch_page(number);
   }
   return number;
@@ -420,12 +437,51 @@ void reader_core::prefetch_page(std::uint32_t number) const {
   for (std::uint32_t offset = 0; offset < span; offset += 64) __builtin_prefetch(bytes + offset);
 }
 
+// One inner level for a probe of at most eight bytes, with only the checks
+// that the inline keys read lie in the page.  Returns false, leaving
+// `number` alone, at a page the general path must handle: one whose keys
+// have tails, or one that fails a check (the general path then reports it).
+bool reader_core::integer_step(std::uint64_t word, std::uint32_t level, std::uint32_t& number) const {
+  const unsigned char* p = base_ + std::uint64_t{number} * info_.page_size;
+  const std::uint32_t width = p[page::inline_width_offset];
+  const std::uint32_t count = load_le<std::uint16_t>(p + page::count_offset);
+  const std::uint32_t prefix_length = load_le<std::uint16_t>(p + page::prefix_length_offset);
+  const bool usable = p[page::level_offset] == level &&
+                      p[page::kind_offset] == static_cast<std::uint8_t>(page_kind::inner) &&
+                      is_valid_inline_width(width) && prefix_length <= info_.key_size &&
+                      info_.key_size - prefix_length <= width &&
+                      align8(page_header_size + prefix_length) + count * width <= info_.page_size;
+  if (!usable) return false;
+  const std::uint64_t child = std::uint64_t{level_first_page_[level - 1]} +
+                              load_le<std::uint32_t>(p + page::first_child_offset) +
+                              integer_count_below(p, prefix_length, width, count, word, true);
+  if (child >= level_end_page(level - 1)) {
+    corrupt(number, fmt::format("child page {} outside level {}", child, level - 1));
+  }
+  number = static_cast<std::uint32_t>(child);
+  return true;
+}
+
+std::uint64_t reader_core::integer_word(std::string_view key) const noexcept {
+  return padded_word(key.data(), key.size());
+}
+
+std::uint32_t reader_core::inner_step(std::string_view key, std::uint32_t level, std::uint32_t number) const {
+  const page_view inner = page(number, static_cast<int>(level));
+  const std::uint64_t child =
+      std::uint64_t{level_first_page_[level - 1]} + inner.header_word + count_below(inner, key, true);
+  if (child >= level_end_page(level - 1)) {
+    corrupt(number, fmt::format("child page {} outside level {}", child, level - 1));
+  }
+  return static_cast<std::uint32_t>(child);
+}
+
 bool reader_core::key_equals(const page_view& page, std::uint32_t index, std::string_view key) const {
   if (index < page.count && integer_search_applies(page, key)) {
     const std::uint32_t prefix_bits = 8 * page.prefix_length;
     const std::uint64_t word = padded_word(key.data(), key.size());
     const std::uint64_t mask = prefix_bits == 0 ? 0 : ~std::uint64_t{0} << (64 - prefix_bits);
-    const std::uint64_t prefix = prefix_word(page, mask);
+    const std::uint64_t prefix = load_be<std::uint64_t>(page.bytes + page_header_size) & mask;
     const std::uint64_t target = prefix_bits >= 64 ? 0 : (word << prefix_bits) >> (64 - 8 * page.inline_width);
     return (word & mask) == prefix && page.inline_key(index) == target;
   }

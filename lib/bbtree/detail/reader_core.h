@@ -84,7 +84,11 @@ class reader_core {
     view.inline_width = p[format::page::inline_width_offset];
     view.count = format::load_le<std::uint16_t>(p + format::page::count_offset);
     view.prefix_length = format::load_le<std::uint16_t>(p + format::page::prefix_length_offset);
-    view.header_word = format::load_le<std::uint64_t>(p + format::page::first_rank_offset);
+    // first_child is a u32: bytes 20-23 of an inner page are reserved, and
+    // a reader ignores reserved fields (spec/FORMAT.md, section 16).
+    view.header_word = view.kind == format::page_kind::leaf
+                           ? format::load_le<std::uint64_t>(p + format::page::first_rank_offset)
+                           : format::load_le<std::uint32_t>(p + format::page::first_child_offset);
     view.heap_end = format::load_le<std::uint32_t>(p + format::page::heap_end_offset);
     view.sections = format::compute_sections(view.kind, view.count, view.prefix_length, view.inline_width,
                                              info_.keys, info_.key_size, info_.values, info_.value_size);
@@ -123,6 +127,17 @@ class reader_core {
   position search(std::string_view key, bool or_equal) const;
   // The leaf holding `key` if the index has it: the page and the entry.
   std::uint32_t descend(std::string_view key) const;
+  // The child of inner page `number` at `level` that leads to `key`: the
+  // general path, and the integer path, which returns false where the
+  // general path must take over.
+  std::uint32_t inner_step(std::string_view key, std::uint32_t level, std::uint32_t number) const;
+  bool integer_step(std::uint64_t word, std::uint32_t level, std::uint32_t& number) const;
+  // Whether a probe has the size of this file's keys, at most eight bytes,
+  // so that it can be searched as an integer.
+  bool integer_probe(std::string_view key) const noexcept {
+    return info_.keys != format::key_kind::bytes && info_.key_size <= 8 && key.size() == info_.key_size;
+  }
+  std::uint64_t integer_word(std::string_view key) const noexcept;
   // Whether entry `index` of `page` equals `key`.
   bool key_equals(const page_view& page, std::uint32_t index, std::string_view key) const;
   position end_position() const noexcept { return {end_leaf(), 0}; }
