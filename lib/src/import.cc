@@ -1,0 +1,288 @@
+#include <bbtree/import.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace bbtree {
+
+namespace fs = std::filesystem;
+
+namespace detail {
+namespace {
+
+// How often, in entries, the progress callback runs: rarely enough to cost
+// nothing, often enough for a display that updates a few times a second.
+constexpr std::uint64_t progress_interval = 8192;
+
+// An input: a file, or standard input for "-".  Files are checked when the
+// import starts, so that a missing one fails it at once, but opened only in
+// turn: a build from thousands of files must not run out of descriptors.
+class input_file {
+ public:
+  explicit input_file(const std::string& path) : path_(path) {
+    struct stat status;
+    if (path == "-") {
+      name_ = "<stdin>";
+      if (::fstat(STDIN_FILENO, &status) != 0) return;
+    } else {
+      name_ = path;
+      if (::stat(path.c_str(), &status) != 0) fail_to_open(errno);
+      if (S_ISDIR(status.st_mode)) fail_to_open(EISDIR);
+    }
+    if (S_ISREG(status.st_mode)) size_ = static_cast<std::uint64_t>(status.st_size);
+  }
+  ~input_file() { close(); }
+  input_file(input_file&& other) noexcept
+      : path_(std::move(other.path_)),
+        name_(std::move(other.name_)),
+        size_(other.size_),
+        fd_(std::exchange(other.fd_, -1)) {}
+  input_file(const input_file&) = delete;
+  input_file& operator=(const input_file&) = delete;
+  input_file& operator=(input_file&&) = delete;
+
+  // Opens the file from its start (standard input: where it is).
+  int open() {
+    if (path_ == "-") return STDIN_FILENO;
+    close();
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) fail_to_open(errno);
+    ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
+    return fd_;
+  }
+  void close() noexcept {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+  const std::string& name() const noexcept { return name_; }
+  // The size of a regular file; nullopt for a pipe or a terminal.
+  std::optional<std::uint64_t> size() const noexcept { return size_; }
+  // A regular file named on the command line can be read a second time.
+  bool rereadable() const noexcept { return path_ != "-" && size_.has_value(); }
+
+ private:
+  [[noreturn]] void fail_to_open(int error_number) const {
+    throw error(errc::io_error,
+                fmt::format("{}: cannot open: {}", path_, std::strerror(error_number)));
+  }
+
+  std::string path_;
+  std::string name_;
+  std::optional<std::uint64_t> size_;
+  int fd_ = -1;
+};
+
+std::string quoted_key(std::string_view key, const entry_types& types) {
+  constexpr std::size_t shown = 80;
+  std::string text = key_text(key, types);
+  if (text.size() > shown) text = text.substr(0, shown) + "...";
+  return "\"" + text + "\"";
+}
+
+// Checks what the builder would only find after all the input is read.
+void check_destination(const fs::path& destination, bool overwrite) {
+  if (!overwrite && ::access(destination.c_str(), F_OK) == 0) {
+    throw error(errc::already_exists,
+                fmt::format("{} already exists (use --force to replace it)", destination.string()));
+  }
+  const fs::path parent = destination.has_parent_path() ? destination.parent_path() : fs::path(".");
+  struct stat status;
+  if (::stat(parent.c_str(), &status) != 0) {
+    throw error(errc::io_error, fmt::format("cannot create {}: {}: {}", destination.string(),
+                                            parent.string(), std::strerror(errno)));
+  }
+  if (!S_ISDIR(status.st_mode)) {
+    throw error(errc::io_error, fmt::format("cannot create {}: {} is not a directory",
+                                            destination.string(), parent.string()));
+  }
+}
+
+// Adds an entry, blaming its input line for whatever the builder refuses.
+template <typename Builder>
+void add_entry(Builder& builder, const entry_view& entry, const entry_reader& reader) {
+  try {
+    builder.add(entry.key, entry.value);
+  } catch (const input_error&) {
+    throw;
+  } catch (const error& e) {
+    if (e.code() == errc::io_error) throw;
+    throw input_error(e.code(), reader.position() + ": " + e.what());
+  }
+}
+
+class importer {
+ public:
+  importer(std::span<const std::string> paths, const build_options& options,
+           const import_options& import)
+      : options_(options), import_(import), types_(entry_types::of(options)) {
+    inputs_.reserve(paths.size());
+    bool sizes_known = true;
+    for (const std::string& path : paths) {
+      inputs_.emplace_back(path);
+      if (const auto size = inputs_.back().size()) {
+        progress_.total_bytes += *size;
+      } else {
+        sizes_known = false;
+      }
+    }
+    if (!sizes_known) progress_.total_bytes = 0;
+  }
+
+  build_summary build_sorted(const fs::path& destination) {
+    builder out(destination, options_);
+    std::string previous;
+    std::size_t previous_input = 0;
+    std::uint64_t previous_line = 0;
+    bool have_previous = false;
+    for (std::size_t input = 0; input < inputs_.size(); ++input) {
+      entry_reader reader = open_reader(input);
+      while (const auto entry = reader.next()) {
+        if (have_previous) {
+          const int order = entry->key.compare(previous);
+          if (order < 0) {
+            throw input_error(errc::out_of_order,
+                              fmt::format("{}: key {} is out of order: it comes after {} ({}:{})",
+                                          reader.position(), quoted_key(entry->key, types_),
+                                          quoted_key(previous, types_),
+                                          inputs_[previous_input].name(), previous_line));
+          }
+          if (order == 0 && options_.duplicates == duplicate_policy::error) {
+            throw input_error(errc::duplicate_key,
+                              fmt::format("{}: duplicate key {} (first at {}:{})",
+                                          reader.position(), quoted_key(entry->key, types_),
+                                          inputs_[previous_input].name(), previous_line));
+          }
+        }
+        add_entry(out, *entry, reader);
+        previous.assign(entry->key);
+        previous_input = input;
+        previous_line = reader.line();
+        have_previous = true;
+        count(reader);
+      }
+      finish_input(input, reader);
+    }
+    report_done();
+    return out.finish();
+  }
+
+  build_summary build_unsorted(const fs::path& destination) {
+    check_destination(destination, options_.overwrite);
+    std::optional<error> duplicate;
+    {
+      sorting_builder out(destination, options_);
+      for (std::size_t input = 0; input < inputs_.size(); ++input) {
+        entry_reader reader = open_reader(input);
+        while (const auto entry = reader.next()) {
+          add_entry(out, *entry, reader);
+          count(reader);
+        }
+        finish_input(input, reader);
+      }
+      report_done();
+      try {
+        return out.finish();
+      } catch (const error& e) {
+        if (e.code() != errc::duplicate_key) throw;
+        duplicate = e;
+      }
+    }
+    // The sorter's memory is free again before the inputs are read twice.
+    blame_duplicate(*duplicate);
+  }
+
+ private:
+  entry_reader open_reader(std::size_t input) {
+    return entry_reader(inputs_[input].open(), inputs_[input].name(), import_.format, types_);
+  }
+
+  void count(const entry_reader& reader) {
+    ++progress_.entries;
+    if (import_.progress && progress_.entries % progress_interval == 0) {
+      progress_.bytes_read = bytes_before_ + reader.bytes_read();
+      import_.progress(progress_);
+    }
+  }
+
+  void finish_input(std::size_t input, const entry_reader& reader) {
+    bytes_before_ += reader.bytes_read();
+    inputs_[input].close();
+  }
+
+  void report_done() {
+    progress_.bytes_read = bytes_before_;
+    progress_.reading_done = true;
+    if (import_.progress) import_.progress(progress_);
+  }
+
+  // The sorter found equal keys but knows no lines: read the inputs again,
+  // if they can be, to name the line of the first repeated key.
+  [[noreturn]] void blame_duplicate(const error& found) {
+    std::string names;
+    bool rereadable = true;
+    for (const input_file& input : inputs_) {
+      if (!names.empty()) names += ", ";
+      names += input.name();
+      rereadable = rereadable && input.rereadable();
+    }
+    if (rereadable) {
+      std::unordered_map<std::string, std::pair<std::size_t, std::uint64_t>> seen;
+      for (std::size_t input = 0; input < inputs_.size(); ++input) {
+        entry_reader reader = open_reader(input);
+        while (const auto entry = reader.next()) {
+          const auto [place, added] =
+              seen.try_emplace(std::string(entry->key), input, reader.line());
+          if (!added) {
+            throw input_error(
+                errc::duplicate_key,
+                fmt::format("{}: duplicate key {} (first at {}:{})", reader.position(),
+                            quoted_key(entry->key, types_), inputs_[place->second.first].name(),
+                            place->second.second));
+          }
+        }
+      }
+    }
+    // The builder's message counts entries in sorted order, which means
+    // nothing to the reader of the input; keep only what follows.
+    std::string_view what = found.what();
+    if (what.starts_with("entry ")) {
+      const std::size_t colon = what.find(": ");
+      if (colon != std::string_view::npos) what.remove_prefix(colon + 2);
+    }
+    throw input_error(errc::duplicate_key, fmt::format("{}: {}", names, what));
+  }
+
+  const build_options& options_;
+  const import_options& import_;
+  entry_types types_;
+  std::vector<input_file> inputs_;
+  import_progress progress_;
+  std::uint64_t bytes_before_ = 0;  // in the inputs already read
+};
+
+}  // namespace
+}  // namespace detail
+
+build_summary import_entries(std::span<const std::string> inputs,
+                             const std::filesystem::path& destination, const build_options& options,
+                             const import_options& import) {
+  validate(options);
+  static const std::string standard_input = "-";
+  const std::span<const std::string> paths =
+      inputs.empty() ? std::span<const std::string>(&standard_input, 1) : inputs;
+  detail::importer importer(paths, options, import);
+  return import.sorted ? importer.build_sorted(destination) : importer.build_unsorted(destination);
+}
+
+}  // namespace bbtree

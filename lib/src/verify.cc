@@ -1,0 +1,1155 @@
+// Full verification (spec/FORMAT.md, section 14.6).
+//
+// The file is read in one pass per region, in this order:
+//   1. the header, through reader_core (section 14.1), then the fields and
+//      reserved bytes the reader does not need;
+//   2. the inner levels, level 1 first (file order): each page on its own,
+//      the first_child chain that makes each level tile the one below, and
+//      each separator recorded against the leaf boundary it stands for;
+//   3. the leaves, in file order: each page on its own, the first_rank
+//      chain, key order from leaf to leaf, and the separator of every leaf
+//      boundary against the last key before it and the first key after it;
+//   4. the blob region (items tile it exactly) and the metadata region.
+//
+// Why separators are checked at leaf boundaries: the pages of each level
+// tile the level below, so every separator of every level stands between
+// two adjacent leaves, and "every key of child i is < sep <= every key of
+// child i + 1" reduces, with the leaves in strict order, to
+// "last key of the leaf before < sep <= first key of the leaf after".  That
+// needs one key per leaf in memory instead of a walk with fences per level,
+// and lets the leaves, most of the file, be read in file order.
+//
+// Within a page, keys are compared by their parts (inline key, then tail or
+// remainder), as the reader does; whole keys are assembled only for the
+// first and last key of a page and for messages.
+#include <bbtree/detail/reader_core.h>
+#include <bbtree/error.h>
+#include <bbtree/text_format.h>
+#include <bbtree/verify.h>
+
+#include "file_io.h"
+#include "key_compare.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <memory>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace bbtree {
+
+namespace detail {
+namespace {
+
+using format::compute_sections;
+using format::crc32c;
+using format::external_flag;
+using format::external_record_size;
+using format::format_minor;
+using format::header_size;
+using format::is_valid_inline_width;
+using format::key_kind;
+using format::load_be;
+using format::load_le;
+using format::max_height;
+using format::max_key_length;
+using format::page_checksum;
+using format::page_header_size;
+using format::page_kind;
+using format::page_sections;
+using format::slot_size;
+using format::value_kind;
+namespace header = format::header;
+namespace page_field = format::page;
+namespace build_flag = format::build_flag;
+
+constexpr std::uint32_t unknown_index = std::numeric_limits<std::uint32_t>::max();
+
+// Thrown when max_errors problems are reported and another one is found.
+struct problem_limit_reached {};
+
+// Index of the first nonzero byte of [bytes, bytes + length), or length.
+std::size_t first_nonzero(const unsigned char* bytes, std::size_t length) noexcept {
+  std::size_t position = 0;
+  while (position + 8 <= length) {
+    std::uint64_t word;
+    std::memcpy(&word, bytes + position, 8);
+    if (word != 0) break;
+    position += 8;
+  }
+  while (position < length && bytes[position] == 0) ++position;
+  return position;
+}
+
+std::string_view as_chars(const unsigned char* bytes, std::size_t length) noexcept {
+  return {reinterpret_cast<const char*>(bytes), length};
+}
+
+// First index i in [1, count) whose inline key is not greater than the one
+// before it, or count.  For fixed-size keys without tails the inline keys
+// are the whole suffixes, so this is the page's whole order check.
+template <typename Word>
+std::uint32_t first_unordered_inline(const unsigned char* array, std::uint32_t count) noexcept {
+  Word previous = load_be<Word>(array);
+  for (std::uint32_t i = 1; i < count; ++i) {
+    const Word current = load_be<Word>(array + std::size_t{i} * sizeof(Word));
+    if (current <= previous) return i;
+    previous = current;
+  }
+  return count;
+}
+
+// First index whose inline key has a nonzero bit under `mask` (the bytes
+// past a suffix shorter than the inline width), or count.
+template <typename Word>
+std::uint32_t first_masked_inline(const unsigned char* array, std::uint32_t count, Word mask) noexcept {
+  Word seen = 0;
+  for (std::uint32_t i = 0; i < count; ++i) seen |= load_be<Word>(array + std::size_t{i} * sizeof(Word));
+  if ((seen & mask) == 0) return count;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    if (load_be<Word>(array + std::size_t{i} * sizeof(Word)) & mask) return i;
+  }
+  return count;
+}
+
+// One page as verification sees it: the fields, and the sections computed
+// for the role the level table gives the page (not the kind it claims).
+struct checked_page {
+  const unsigned char* bytes = nullptr;
+  std::uint32_t number = 0;
+  std::uint32_t level = 0;
+  bool leaf = true;
+  std::uint32_t inline_width = 0;
+  std::uint32_t count = 0;
+  std::uint32_t prefix_length = 0;
+  std::uint32_t heap_end = 0;
+  std::uint64_t header_word = 0;  // first_rank (leaf) or first_child (inner)
+  page_sections sections;
+  bool decodable = false;   // sections lie in the page
+  bool keys_usable = false; // every key's parts lie in bounds
+};
+
+// A key's bytes past its inline key: a fixed key's tail, or a byte-string
+// key's remainder in the page or the blob region.
+struct key_rest {
+  const unsigned char* data = nullptr;
+  std::uint32_t length = 0;
+};
+
+struct blob_item {
+  std::uint64_t offset;  // in the blob region
+  std::uint64_t length;
+  std::uint32_t page;
+  std::uint32_t record;  // offset of the external record in the page
+};
+
+// The separator standing between leaf b - 1 and leaf b (0-based leaf
+// indices), kept in separator_arena_.
+struct boundary_separator {
+  std::uint64_t arena_offset = 0;
+  std::uint32_t length = 0;
+  std::uint32_t page = 0;  // 0: none recorded
+  std::uint32_t index = 0; // the separator's index in its page
+};
+
+// A chain of header fields that each page continues from the one before
+// (first_rank of the leaves, first_child of each inner level).  After a
+// mismatch, either that page's field or the page before it is damaged, so
+// the next page may continue from either: one damaged field is reported
+// once, and the chain does not report every page after it.
+class header_chain {
+ public:
+  std::uint64_t expected() const noexcept { return expected_; }
+  bool accepts(std::uint64_t stored) const noexcept {
+    return stored == expected_ || (has_alternative_ && stored == alternative_);
+  }
+  // `stored` was checked with accepts(); the page adds `length` to the chain.
+  void advance(std::uint64_t stored, std::uint64_t length, bool accepted) noexcept {
+    has_alternative_ = !accepted;
+    alternative_ = expected_ + length;
+    expected_ = stored + length;
+  }
+
+ private:
+  std::uint64_t expected_ = 0;
+  std::uint64_t alternative_ = 0;
+  bool has_alternative_ = false;
+};
+
+class verifier {
+ public:
+  verifier(const unsigned char* base, std::uint64_t size, const verify_options& options,
+           verify_report& report)
+      : base_(base), size_(size), options_(options), report_(report) {}
+
+  void run() {
+    try {
+      if (!open()) return;
+      check_header();
+      if (options_.quick) {
+        check_pages_quick();
+      } else {
+        check_inner_levels();
+        check_leaves();
+        check_totals();
+        check_blob_region();
+      }
+      check_metadata();
+    } catch (const problem_limit_reached&) {
+      report_.truncated_list = true;
+    }
+  }
+
+ private:
+  // ---------------------------------------------------------------------
+  // Reporting
+
+  void add_problem(verify_region region, std::optional<std::uint32_t> page, std::uint64_t offset,
+                   std::string message) {
+    if (options_.max_errors != 0 && report_.problems.size() >= options_.max_errors) {
+      throw problem_limit_reached{};
+    }
+    report_.problems.push_back({region, page, offset, std::move(message)});
+  }
+  void header_problem(std::uint64_t offset, std::string message) {
+    add_problem(verify_region::page, 0, offset, std::move(message));
+  }
+  void page_problem(const checked_page& page, std::uint64_t offset_in_page, std::string message) {
+    add_problem(verify_region::page, page.number,
+                std::uint64_t{page.number} * page_size_ + offset_in_page, std::move(message));
+  }
+  void page_problem(std::uint32_t page, std::uint64_t offset_in_page, std::string message) {
+    add_problem(verify_region::page, page, std::uint64_t{page} * page_size_ + offset_in_page,
+                std::move(message));
+  }
+
+  // A key as the tools write it: decimal integers, hex for fixed keys,
+  // quoted and escaped byte strings.
+  std::string show_key(std::string_view key) const {
+    const file_info& info = core_->info();
+    if (info.keys == key_kind::bytes || key.size() != info.key_size) return quote_key(key);
+    return key_text(key, entry_types::of(info));
+  }
+
+  // ---------------------------------------------------------------------
+  // 1. The header
+
+  // Opens the header with the reader's own checks, so that verification and
+  // reading agree on which files open at all.  Trailing data is reported,
+  // and the bytes the header describes are verified anyway.
+  bool open() {
+    std::uint64_t usable = size_;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      try {
+        core_ = std::make_unique<reader_core>(std::string(), base_, usable, nullptr);
+        break;
+      } catch (const error& failure) {
+        std::string message = failure.what();
+        if (message.rfind(": ", 0) == 0) message.erase(0, 2);  // the empty name
+        std::uint64_t offset = 0;
+        switch (failure.code()) {
+          case errc::truncated: offset = size_; break;
+          case errc::newer_version: offset = header::major_offset; break;
+          case errc::unsupported_feature: offset = header::required_features_offset; break;
+          case errc::trailing_data: offset = load_le<std::uint64_t>(base_ + header::file_size_offset); break;
+          case errc::corrupt_header:
+            if (load_le<std::uint32_t>(base_ + header::checksum_offset) != format::header_checksum(base_)) {
+              offset = header::checksum_offset;
+            }
+            break;
+          default: break;
+        }
+        header_problem(offset, std::move(message));
+        if (failure.code() != errc::trailing_data || attempt > 0) return false;
+        usable = offset;
+      }
+    }
+    const file_info& info = core_->info();
+    page_size_ = info.page_size;
+    report_.entries = info.entries;
+    report_.pages = info.page_count;
+    report_.height = info.height;
+    report_.page_size = info.page_size;
+    check_reserved_ = info.minor_version <= format_minor;
+    return true;
+  }
+
+  void check_zero(const unsigned char* bytes, std::size_t length, std::uint32_t page,
+                  std::uint64_t offset_in_page, std::string_view what) {
+    const std::size_t position = first_nonzero(bytes, length);
+    if (position < length) {
+      page_problem(page, offset_in_page + position,
+                   fmt::format("{} not zero: byte {:#04x} at page offset {}", what, bytes[position],
+                               offset_in_page + position));
+    }
+  }
+
+  // What the reader does not check at open (section 14.1 covers the rest).
+  void check_header() {
+    const file_info& info = core_->info();
+    const unsigned char* h = base_;
+    if (check_reserved_) {
+      check_zero(h + 38, 2, 0, 38, "reserved header bytes");
+      check_zero(h + 76, 4, 0, 76, "reserved header bytes");
+      check_zero(h + 144, 112, 0, 144, "reserved header bytes");
+      check_zero(h + 384, 124, 0, 384, "reserved header bytes");
+      check_zero(h + header_size, page_size_ - header_size, 0, header_size, "page 0 after the header");
+      if (info.optional_features != 0) {
+        header_problem(header::optional_features_offset,
+                       fmt::format("optional feature bits {:#x} set; format {}.{} defines none",
+                                   info.optional_features, info.major_version, info.minor_version));
+      }
+      if (info.build_flags >> 3 != 0) {
+        header_problem(header::build_flags_offset,
+                       fmt::format("build_flags {:#x} sets reserved bits 3-31", info.build_flags));
+      }
+    }
+    const std::uint32_t duplicates =
+        (info.build_flags & build_flag::duplicates_mask) >> build_flag::duplicates_shift;
+    if (duplicates == 3) {
+      header_problem(header::build_flags_offset, "build_flags names duplicate policy 3, which is not defined");
+    }
+    for (std::uint32_t level = info.height; level < max_height; ++level) {
+      const std::uint32_t entry = load_le<std::uint32_t>(h + header::level_table_offset + 4 * level);
+      if (entry != 0) {
+        header_problem(header::level_table_offset + 4 * level,
+                       fmt::format("level_first_page[{}] is {}; entries past the height ({}) are 0",
+                                   level, entry, info.height));
+      }
+    }
+    // The reader only checks that the regions lie in the file; the layout
+    // places them exactly, one after the other.
+    const std::uint64_t pages_end = std::uint64_t{info.page_count} * page_size_;
+    if (info.blob_length > 0 && info.blob_offset != pages_end) {
+      header_problem(header::blob_offset_offset,
+                     fmt::format("blob_offset is {}; the blob region starts right after the pages, at {}",
+                                 info.blob_offset, pages_end));
+    }
+    const std::uint64_t blob_end = pages_end + info.blob_length;
+    if (info.metadata_length > 0 && info.metadata_offset != blob_end) {
+      header_problem(header::metadata_offset_offset,
+                     fmt::format("metadata_offset is {}; the metadata region starts at {}",
+                                 info.metadata_offset, blob_end));
+    }
+    if (info.metadata_length > 0 && info.metadata_length < 4) {
+      header_problem(header::metadata_length_offset,
+                     fmt::format("metadata_length is {}, shorter than its 4-byte count", info.metadata_length));
+    }
+    if (info.metadata_length == 0 &&
+        load_le<std::uint32_t>(h + header::metadata_checksum_offset) != 0) {
+      header_problem(header::metadata_checksum_offset, "metadata_checksum is not 0 in a file without metadata");
+    }
+    if (info.file_size != blob_end + info.metadata_length) {
+      header_problem(header::file_size_offset,
+                     fmt::format("file_size is {}; the pages, blob region and metadata take {}",
+                                 info.file_size, blob_end + info.metadata_length));
+    }
+    if (info.max_key_length > max_key_length) {
+      header_problem(header::max_key_length_offset,
+                     fmt::format("max_key_length {} is over the limit of {}", info.max_key_length, max_key_length));
+    }
+    if (options_.builder_policy) {
+      const std::uint32_t expected = format::default_inline_limit(page_size_);
+      if (info.inline_limit != expected) {
+        header_problem(header::inline_limit_offset,
+                       fmt::format("inline_limit is {}; the builder uses page_size / 8 = {} (builder policy, "
+                                   "section 15.1)",
+                                   info.inline_limit, expected));
+      }
+      if (info.prefix_cap != format::default_prefix_cap(page_size_)) {
+        header_problem(header::prefix_cap_offset,
+                       fmt::format("prefix_cap is {}; the builder uses page_size / 8 = {} (builder policy, "
+                                   "section 15.1)",
+                                   info.prefix_cap, format::default_prefix_cap(page_size_)));
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------
+  // Pages
+
+  // The fields every page has, its checksum and number, and its sections.
+  // Sets decodable when the sections lie in the page.
+  checked_page check_page(std::uint32_t number, std::uint32_t level) {
+    const file_info& info = core_->info();
+    checked_page page;
+    page.bytes = base_ + std::uint64_t{number} * page_size_;
+    page.number = number;
+    page.level = level;
+    page.leaf = level == 0;
+    const unsigned char* p = page.bytes;
+    const std::uint32_t stored_checksum = load_le<std::uint32_t>(p + page_field::checksum_offset);
+    const std::uint32_t computed_checksum = page_checksum(p, page_size_);
+    if (stored_checksum != computed_checksum) {
+      page_problem(page, page_field::checksum_offset,
+                   fmt::format("checksum {:08x} does not match the page's bytes ({:08x})", stored_checksum,
+                               computed_checksum));
+    }
+    const std::uint32_t stored_number = load_le<std::uint32_t>(p + page_field::page_number_offset);
+    if (stored_number != number) {
+      page_problem(page, page_field::page_number_offset,
+                   fmt::format("page_number field is {}: the page was written for another place "
+                               "(moved or copied here) or is damaged",
+                               stored_number));
+    }
+    const bool quick = options_.quick;
+    const std::uint32_t kind = p[page_field::kind_offset];
+    const std::uint32_t stored_level = p[page_field::level_offset];
+    const page_kind expected_kind = page.leaf ? page_kind::leaf : page_kind::inner;
+    if (!quick && kind != static_cast<std::uint32_t>(expected_kind)) {
+      page_problem(page, page_field::kind_offset,
+                   fmt::format("kind {} in level {}, where every page is {} ({})", kind, level,
+                               page.leaf ? "a leaf" : "inner", static_cast<int>(expected_kind)));
+    }
+    if (!quick && stored_level != level) {
+      page_problem(page, page_field::level_offset,
+                   fmt::format("level field is {}; the level table puts the page in level {}", stored_level,
+                               level));
+    }
+    page.inline_width = p[page_field::inline_width_offset];
+    page.count = load_le<std::uint16_t>(p + page_field::count_offset);
+    page.prefix_length = load_le<std::uint16_t>(p + page_field::prefix_length_offset);
+    page.heap_end = load_le<std::uint32_t>(p + page_field::heap_end_offset);
+    page.header_word = page.leaf ? load_le<std::uint64_t>(p + page_field::first_rank_offset)
+                                 : load_le<std::uint32_t>(p + page_field::first_child_offset);
+    if (!quick && check_reserved_) {
+      check_zero(p + 11, 1, number, 11, "reserved page header byte");
+      if (!page.leaf) check_zero(p + 20, 4, number, 20, "reserved page header bytes");
+      check_zero(p + 28, 4, number, 28, "reserved page header bytes");
+    }
+    if (!is_valid_inline_width(page.inline_width)) {
+      page_problem(page, page_field::inline_width_offset,
+                   fmt::format("inline_width {} is not 2, 4 or 8", page.inline_width));
+      return page;
+    }
+    if (info.keys != key_kind::bytes && page.prefix_length > info.key_size) {
+      page_problem(page, page_field::prefix_length_offset,
+                   fmt::format("prefix_length {} is longer than the {}-byte keys", page.prefix_length,
+                               info.key_size));
+      return page;
+    }
+    page.sections = compute_sections(expected_kind, page.count, page.prefix_length, page.inline_width,
+                                     info.keys, info.key_size, info.values, info.value_size);
+    if (page.sections.heap > page_size_) {
+      page_problem(page, page_field::count_offset,
+                   fmt::format("{} keys with a {}-byte prefix need {} bytes before the heap, more than the "
+                               "page",
+                               page.count, page.prefix_length, page.sections.heap));
+      return page;
+    }
+    if (page.heap_end < page.sections.heap || page.heap_end > page_size_) {
+      page_problem(page, page_field::heap_end_offset,
+                   fmt::format("heap_end {} lies outside the heap [{}, {}]", page.heap_end,
+                               page.sections.heap, page_size_));
+      return page;
+    }
+    page.decodable = true;
+    if (!quick && check_reserved_) check_padding(page);
+    if (!quick && page.count == 0 && page.prefix_length != 0) {
+      page_problem(page, page_field::prefix_length_offset,
+                   fmt::format("prefix_length {} in a page without keys", page.prefix_length));
+    }
+    return page;
+  }
+
+  void check_padding(const checked_page& page) {
+    const file_info& info = core_->info();
+    const page_sections& s = page.sections;
+    const std::uint64_t n = page.count;
+    auto gap = [&](std::uint64_t from, std::uint64_t to, std::string_view what) {
+      if (from < to) check_zero(page.bytes + from, to - from, page.number, from, what);
+    };
+    gap(s.prefix + page.prefix_length, s.inline_keys, "padding after the prefix");
+    gap(s.inline_keys + n * page.inline_width, s.key_data, "padding after the inline keys");
+    const std::uint64_t key_data = info.keys == key_kind::bytes ? n * slot_size : n * s.tail_width;
+    gap(s.key_data + key_data, s.values, "padding after the key data");
+    std::uint64_t value_data = 0;
+    if (page.leaf) {
+      switch (info.values) {
+        case value_kind::none: break;
+        case value_kind::u64:
+        case value_kind::fixed: value_data = n * info.value_size; break;
+        case value_kind::bytes: value_data = n * slot_size; break;
+      }
+    }
+    gap(s.values + value_data, s.heap, "padding after the values");
+    gap(page.heap_end, page_size_, "bytes after heap_end");
+  }
+
+  // Resolves one slot's item, checking it lies in the heap or the blob
+  // region, follows the previous item directly (`cursor`), and matches its
+  // checksum.  Returns false when the item is out of bounds.
+  bool check_item(const checked_page& page, std::uint32_t slot_offset, std::uint64_t length,
+                  std::string_view what, std::uint64_t& cursor, const unsigned char*& data) {
+    const file_info& info = core_->info();
+    const bool quick = options_.quick;
+    const std::uint32_t reference = load_le<std::uint32_t>(page.bytes + slot_offset + 4);
+    data = nullptr;
+    if (length == 0) {
+      if (!quick && reference != 0) {
+        page_problem(page, slot_offset + 4,
+                     fmt::format("{} is empty, but its slot's reference is {:#x}, not 0", what, reference));
+      }
+      return true;
+    }
+    const std::uint32_t offset = reference & ~external_flag;
+    const bool external = (reference & external_flag) != 0;
+    const std::uint64_t in_page = external ? external_record_size : length;
+    if (offset < page.sections.heap || offset + in_page > page.heap_end) {
+      page_problem(page, slot_offset + 4,
+                   fmt::format("{}: {} of {} bytes at page offset {} lies outside the heap [{}, {})", what,
+                               external ? "external record" : "item", in_page, offset, page.sections.heap,
+                               page.heap_end));
+      return false;
+    }
+    if (!quick && offset != cursor) {
+      page_problem(page, slot_offset + 4,
+                   fmt::format("{} is at page offset {}; items follow each other in entry order, so it "
+                               "belongs at {}",
+                               what, offset, cursor));
+    }
+    cursor = offset + in_page;
+    if (!quick && options_.builder_policy && external != (length > info.inline_limit)) {
+      page_problem(page, slot_offset + 4,
+                   fmt::format("{} of {} bytes is {}; the builder stores items longer than inline_limit "
+                               "({}) outside the page and no others (builder policy, section 15.3)",
+                               what, length, external ? "outside the page" : "in the page", info.inline_limit));
+    }
+    if (!external) {
+      data = page.bytes + offset;
+      return true;
+    }
+    const unsigned char* record = page.bytes + offset;
+    const std::uint64_t blob_offset = load_le<std::uint64_t>(record);
+    const std::uint32_t stored_checksum = load_le<std::uint32_t>(record + 8);
+    if (!quick && check_reserved_) {
+      check_zero(record + 12, 4, page.number, offset + 12, "reserved bytes of an external record");
+    }
+    if (blob_offset > info.blob_length || length > info.blob_length - blob_offset) {
+      page_problem(page, offset,
+                   fmt::format("{}: {} bytes at blob offset {} lie outside the {}-byte blob region", what,
+                               length, blob_offset, info.blob_length));
+      return false;
+    }
+    data = base_ + info.blob_offset + blob_offset;
+    const std::uint32_t computed_checksum = crc32c(data, length);
+    if (stored_checksum != computed_checksum) {
+      page_problem(page, offset + 8,
+                   fmt::format("{}: checksum {:08x} of the {}-byte item at blob offset {} (file offset {}) "
+                               "does not match its bytes ({:08x})",
+                               what, stored_checksum, length, blob_offset, info.blob_offset + blob_offset,
+                               computed_checksum));
+    }
+    if (!quick) blob_items_.push_back({blob_offset, length, page.number, offset});
+    return true;
+  }
+
+  // Walks the slots and the heap of a decodable page: every item in bounds,
+  // back to back in entry order, ending at heap_end.  Fills rests_ and
+  // suffix_lengths_ for byte-string keys and sets keys_usable.
+  void check_heap(checked_page& page) {
+    const file_info& info = core_->info();
+    const bool byte_keys = info.keys == key_kind::bytes;
+    const bool byte_values = page.leaf && info.values == value_kind::bytes;
+    const std::uint32_t heap = page.sections.heap;
+    page.keys_usable = true;
+    if (!byte_keys && !byte_values) {
+      if (!options_.quick && page.heap_end != heap) {
+        page_problem(page, page_field::heap_end_offset,
+                     fmt::format("heap_end is {}, but the page has no heap items: it is {}", page.heap_end,
+                                 heap));
+      }
+      return;
+    }
+    if (byte_keys) {
+      rests_.resize(page.count);
+      suffix_lengths_.resize(page.count);
+    }
+    std::uint64_t cursor = heap;
+    std::string what;
+    for (std::uint32_t i = 0; i < page.count; ++i) {
+      if (byte_keys) {
+        const std::uint32_t slot = page.sections.key_data + i * slot_size;
+        const std::uint32_t suffix = load_le<std::uint32_t>(page.bytes + slot);
+        suffix_lengths_[i] = suffix;
+        rests_[i] = {};
+        if (std::uint64_t{page.prefix_length} + suffix > max_key_length) {
+          page_problem(page, slot,
+                       fmt::format("key {} is {} bytes long, over the limit of {}", i,
+                                   std::uint64_t{page.prefix_length} + suffix, max_key_length));
+          page.keys_usable = false;
+        } else {
+          const std::uint32_t rest = suffix > page.inline_width ? suffix - page.inline_width : 0;
+          what = fmt::format("the remainder of key {}", i);
+          const unsigned char* data = nullptr;
+          if (check_item(page, slot, rest, what, cursor, data)) {
+            rests_[i] = {data, rest};
+          } else {
+            page.keys_usable = false;
+          }
+        }
+      }
+      if (byte_values) {
+        const std::uint32_t slot = page.sections.values + i * slot_size;
+        const std::uint32_t length = load_le<std::uint32_t>(page.bytes + slot);
+        value_length_seen_ = std::max(value_length_seen_, length);
+        what = fmt::format("the value of entry {}", i);
+        const unsigned char* data = nullptr;
+        check_item(page, slot, length, what, cursor, data);
+      }
+    }
+    if (!options_.quick && cursor != page.heap_end) {
+      page_problem(page, page_field::heap_end_offset,
+                   fmt::format("heap_end is {}, but the page's items end at {}", page.heap_end, cursor));
+    }
+  }
+
+  std::uint32_t suffix_length(const checked_page& page, std::uint32_t index) const {
+    const file_info& info = core_->info();
+    if (info.keys == key_kind::bytes) return suffix_lengths_[index];
+    return info.key_size - page.prefix_length;
+  }
+
+  key_rest rest_of(const checked_page& page, std::uint32_t index) const {
+    if (core_->info().keys == key_kind::bytes) return rests_[index];
+    return {page.bytes + page.sections.key_data + std::size_t{index} * page.sections.tail_width,
+            page.sections.tail_width};
+  }
+
+  // Key `index` of a page whose keys are usable, whole.
+  void read_key(const checked_page& page, std::uint32_t index, std::string& out) const {
+    out.assign(as_chars(page.bytes + page.sections.prefix, page.prefix_length));
+    const std::uint32_t suffix = suffix_length(page, index);
+    out.append(as_chars(page.bytes + page.sections.inline_keys + std::size_t{index} * page.inline_width,
+                        std::min(suffix, page.inline_width)));
+    if (suffix > page.inline_width) {
+      const key_rest rest = rest_of(page, index);
+      out.append(as_chars(rest.data, rest.length));
+    }
+  }
+
+  // Orders keys a and b of one page by their parts, as section 8.4 does:
+  // the keys share the prefix, and inline keys are big-endian, so their
+  // bytes compare as the integers do.
+  int compare_in_page(const checked_page& page, std::uint32_t a, std::uint32_t b) const {
+    const std::uint32_t width = page.inline_width;
+    const unsigned char* inline_keys = page.bytes + page.sections.inline_keys;
+    const int order = std::memcmp(inline_keys + std::size_t{a} * width, inline_keys + std::size_t{b} * width, width);
+    if (order != 0) return order < 0 ? -1 : 1;
+    if (core_->info().keys != key_kind::bytes) {
+      const std::uint32_t tail = page.sections.tail_width;
+      if (tail == 0) return 0;
+      const int tails = std::memcmp(rest_of(page, a).data, rest_of(page, b).data, tail);
+      return (tails > 0) - (tails < 0);
+    }
+    const std::uint32_t length_a = suffix_lengths_[a];
+    const std::uint32_t length_b = suffix_lengths_[b];
+    if (length_a > width && length_b > width) {
+      const key_rest rest_a = rests_[a];
+      const key_rest rest_b = rests_[b];
+      return compare_keys(as_chars(rest_a.data, rest_a.length), as_chars(rest_b.data, rest_b.length));
+    }
+    return (length_a > length_b) - (length_a < length_b);
+  }
+
+  // Inline keys zero past short suffixes, keys strictly ascending, and the
+  // builder's prefix and inline width.  The first problem of each kind is
+  // reported per page: one damaged page should not fill the report.
+  void check_keys(const checked_page& page) {
+    const file_info& info = core_->info();
+    const std::uint32_t n = page.count;
+    const std::uint32_t width = page.inline_width;
+    const unsigned char* inline_keys = page.bytes + page.sections.inline_keys;
+    const bool byte_keys = info.keys == key_kind::bytes;
+
+    if (options_.builder_policy) check_policy(page);
+    if (n == 0) return;
+
+    // Bytes of an inline key past the end of its suffix are zero.
+    std::uint32_t bad_padding = n;
+    if (!byte_keys) {
+      const std::uint32_t suffix = info.key_size - page.prefix_length;
+      if (suffix < width) {
+        const std::uint32_t padding_bits = 8 * (width - suffix);
+        const std::uint64_t mask = padding_bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << padding_bits) - 1;
+        switch (width) {
+          case 2: bad_padding = first_masked_inline<std::uint16_t>(inline_keys, n, static_cast<std::uint16_t>(mask)); break;
+          case 4: bad_padding = first_masked_inline<std::uint32_t>(inline_keys, n, static_cast<std::uint32_t>(mask)); break;
+          default: bad_padding = first_masked_inline<std::uint64_t>(inline_keys, n, mask); break;
+        }
+      }
+    } else {
+      for (std::uint32_t i = 0; i < n && bad_padding == n; ++i) {
+        const std::uint32_t suffix = suffix_lengths_[i];
+        if (suffix < width &&
+            first_nonzero(inline_keys + std::size_t{i} * width + suffix, width - suffix) < width - suffix) {
+          bad_padding = i;
+        }
+      }
+    }
+    if (bad_padding < n) {
+      page_problem(page, page.sections.inline_keys + std::size_t{bad_padding} * width,
+                   fmt::format("inline key {} is not zero past the end of its {}-byte suffix", bad_padding,
+                               suffix_length(page, bad_padding)));
+    }
+
+    // Strictly ascending.  Fixed-size keys without tails are ordered by
+    // their inline keys alone.
+    std::uint32_t unordered = n;
+    if (!byte_keys && page.sections.tail_width == 0) {
+      switch (width) {
+        case 2: unordered = first_unordered_inline<std::uint16_t>(inline_keys, n); break;
+        case 4: unordered = first_unordered_inline<std::uint32_t>(inline_keys, n); break;
+        default: unordered = first_unordered_inline<std::uint64_t>(inline_keys, n); break;
+      }
+    } else {
+      for (std::uint32_t i = 1; i < n; ++i) {
+        if (compare_in_page(page, i - 1, i) >= 0) {
+          unordered = i;
+          break;
+        }
+      }
+    }
+    if (unordered < n) {
+      read_key(page, unordered - 1, key_a_);
+      read_key(page, unordered, key_b_);
+      page_problem(page, page.sections.inline_keys + std::size_t{unordered} * width,
+                   fmt::format("key {} ({}) is not greater than key {} ({})", unordered, show_key(key_b_),
+                               unordered - 1, show_key(key_a_)));
+    }
+  }
+
+  // Section 15.2, for the prefix_cap the header records.
+  void check_policy(const checked_page& page) {
+    const file_info& info = core_->info();
+    const std::uint32_t width = page.inline_width;
+    if (info.keys == key_kind::bytes) {
+      if (width != 8) {
+        page_problem(page, page_field::inline_width_offset,
+                     fmt::format("inline_width {}; the builder uses 8 for byte-string keys (builder "
+                                 "policy, section 15.2)",
+                                 width));
+      }
+    } else {
+      const std::uint32_t suffix = info.key_size - page.prefix_length;
+      const std::uint32_t expected = suffix <= 2 ? 2 : suffix <= 4 ? 4 : 8;
+      if (width != expected) {
+        page_problem(page, page_field::inline_width_offset,
+                     fmt::format("inline_width {} for {}-byte suffixes; the builder uses {} (builder "
+                                 "policy, section 15.2)",
+                                 width, suffix, expected));
+      }
+    }
+    const std::uint32_t n = page.count;
+    if (n == 0) return;
+    const std::uint32_t prefix = page.prefix_length;
+    if (prefix > info.prefix_cap) {
+      page_problem(page, page_field::prefix_length_offset,
+                   fmt::format("prefix_length {} is over prefix_cap {} (builder policy, section 15.2)", prefix,
+                               info.prefix_cap));
+      return;
+    }
+    // lcp(first, last) = prefix + lcp of their suffixes, so the prefix is
+    // min(lcp, prefix_cap) unless the suffixes share their first byte.
+    const unsigned char* inline_keys = page.bytes + page.sections.inline_keys;
+    if (prefix < info.prefix_cap && suffix_length(page, 0) > 0 && suffix_length(page, n - 1) > 0 &&
+        inline_keys[0] == inline_keys[std::size_t{n - 1} * width]) {
+      page_problem(page, page_field::prefix_length_offset,
+                   fmt::format("prefix_length {}, but the first and last keys share more; the builder's "
+                               "prefix is min(lcp(first key, last key), prefix_cap {}) (builder policy, "
+                               "section 15.2)",
+                               prefix, info.prefix_cap));
+    }
+  }
+
+  // ---------------------------------------------------------------------
+  // 2. Inner levels
+
+  void check_inner_levels() {
+    const file_info& info = core_->info();
+    if (info.height > 1) boundaries_.assign(info.leaf_count, boundary_separator{});
+    // start_leaf of each page of the level below (identity for the leaves).
+    std::vector<std::uint32_t> below_start;
+    std::vector<std::uint32_t> level_start;
+    for (std::uint32_t level = 1; level < info.height; ++level) {
+      const std::uint32_t first = core_->level_first_page(level);
+      const std::uint32_t end = core_->level_end_page(level);
+      const std::uint32_t below_pages = core_->level_end_page(level - 1) - core_->level_first_page(level - 1);
+      auto start_of = [&](std::uint64_t child) -> std::uint32_t {
+        if (child >= below_pages) return unknown_index;
+        return level == 1 ? static_cast<std::uint32_t>(child) : below_start[child];
+      };
+      level_start.assign(end - first, unknown_index);
+      header_chain children;
+      bool have_previous = false;
+      std::uint32_t previous_page = 0;
+      for (std::uint32_t number = first; number < end; ++number) {
+        checked_page page = check_page(number, level);
+        const std::uint64_t first_child = page.header_word;
+        const bool chained = children.accepts(first_child);
+        if (!chained) {
+          page_problem(page, page_field::first_child_offset,
+                       fmt::format("first_child is {}; the pages before it in level {} have the children "
+                                   "before index {}",
+                                   first_child, level, children.expected()));
+          tiling_broken_ = true;
+        }
+        const std::uint64_t children_end = first_child + page.count + 1;
+        if (children_end > below_pages) {
+          page_problem(page, page_field::first_child_offset,
+                       fmt::format("children {} to {} run past the {} pages of level {}", first_child,
+                                   children_end - 1, below_pages, level - 1));
+          tiling_broken_ = true;
+        }
+        children.advance(first_child, page.count + 1, chained);
+        level_start[number - first] = start_of(first_child);
+        if (!page.decodable) {
+          tiling_broken_ = true;
+          have_previous = false;
+          continue;
+        }
+        check_heap(page);
+        if (!page.keys_usable) {
+          have_previous = false;
+          continue;
+        }
+        check_keys(page);
+        if (page.count == 0) continue;
+        // Separators ascend from page to page of a level too.
+        read_key(page, 0, key_a_);
+        if (have_previous && compare_keys(level_last_, key_a_) >= 0) {
+          page_problem(page, page.sections.inline_keys,
+                       fmt::format("first separator {} is not greater than the last separator {} of page {}",
+                                   show_key(key_a_), show_key(level_last_), previous_page));
+        }
+        read_key(page, page.count - 1, level_last_);
+        have_previous = true;
+        previous_page = number;
+        // Separator i stands between children i and i + 1.
+        for (std::uint32_t i = 0; i < page.count; ++i) {
+          const std::uint32_t boundary = start_of(first_child + i + 1);
+          if (boundary == unknown_index || boundary == 0 || boundary >= info.leaf_count) {
+            tiling_broken_ = true;
+            continue;
+          }
+          boundary_separator& slot = boundaries_[boundary];
+          if (slot.page != 0) {
+            tiling_broken_ = true;  // the first_child chain has been reported
+            continue;
+          }
+          read_key(page, i, key_b_);
+          slot = {separator_arena_.size(), static_cast<std::uint32_t>(key_b_.size()), number, i};
+          separator_arena_.append(key_b_);
+        }
+      }
+      if (children.expected() != below_pages) {
+        page_problem(end - 1, page_field::first_child_offset,
+                     fmt::format("the children of level {} end at index {}, but level {} has {} pages", level,
+                                 children.expected(), level - 1, below_pages));
+        tiling_broken_ = true;
+      }
+      below_start.swap(level_start);
+    }
+  }
+
+  // ---------------------------------------------------------------------
+  // 3. Leaves
+
+  void check_leaves() {
+    const file_info& info = core_->info();
+    header_chain ranks;
+    std::uint64_t entries_seen = 0;
+    bool have_previous = false;  // previous_last_ holds the last key of leaf previous_leaf
+    std::uint32_t previous_leaf = 0;
+    for (std::uint32_t leaf = 0; leaf < info.leaf_count; ++leaf) {
+      const std::uint32_t number = 1 + leaf;
+      checked_page page = check_page(number, 0);
+      const bool chained = ranks.accepts(page.header_word);
+      if (!chained) {
+        page_problem(page, page_field::first_rank_offset,
+                     fmt::format("first_rank is {}; the leaves before it hold {} entries", page.header_word,
+                                 ranks.expected()));
+      }
+      ranks.advance(page.header_word, page.count, chained);
+      entries_seen += page.count;
+      if (page.count == 0 && !(info.entries == 0 && info.leaf_count == 1)) {
+        page_problem(page, page_field::count_offset, "a leaf without entries; only the single leaf of an empty "
+                                                     "index may be empty");
+      }
+      if (!page.decodable) {
+        all_keys_seen_ = false;
+        have_previous = false;
+        continue;
+      }
+      check_heap(page);
+      if (!page.keys_usable) {
+        all_keys_seen_ = false;
+        have_previous = false;
+        continue;
+      }
+      check_keys(page);
+      if (page.count == 0) continue;
+      const std::uint32_t n = page.count;
+      if (info.keys == key_kind::bytes) {
+        for (std::uint32_t i = 0; i < n; ++i) {
+          key_length_seen_ = std::max(key_length_seen_, page.prefix_length + suffix_lengths_[i]);
+        }
+      } else {
+        key_length_seen_ = info.key_size;
+      }
+      if (info.values == value_kind::u64 || info.values == value_kind::fixed) {
+        value_length_seen_ = info.value_size;
+      }
+      read_key(page, 0, first_);
+      if (have_previous && compare_keys(previous_last_, first_) >= 0) {
+        page_problem(page, page.sections.inline_keys,
+                     fmt::format("first key {} is not greater than the last key {} of page {}", show_key(first_),
+                                 show_key(previous_last_), previous_leaf + 1));
+      }
+      if (have_previous && previous_leaf + 1 == leaf && !tiling_broken_) check_boundary(leaf);
+      read_key(page, n - 1, previous_last_);
+      have_previous = true;
+      previous_leaf = leaf;
+    }
+    if (entries_seen != info.entries) {
+      header_problem(header::entry_count_offset,
+                     fmt::format("entry_count is {}, but the leaves hold {} entries", info.entries, entries_seen));
+    }
+  }
+
+  // The separator between leaf - 1 and leaf: last key before < separator <=
+  // first key after (previous_last_ and first_).
+  void check_boundary(std::uint32_t leaf) {
+    if (leaf >= boundaries_.size()) return;
+    const boundary_separator& boundary = boundaries_[leaf];
+    if (boundary.page == 0) return;
+    const std::string_view separator =
+        std::string_view(separator_arena_).substr(boundary.arena_offset, boundary.length);
+    const bool above_left = compare_keys(previous_last_, separator) < 0;
+    const bool below_right = compare_keys(separator, first_) <= 0;
+    if (above_left && below_right) return;
+    const checked_page owner = page_header_of(boundary.page);
+    page_problem(boundary.page, owner.sections.inline_keys + std::size_t{boundary.index} * owner.inline_width,
+                 fmt::format("separator {} ({}) does not divide pages {} and {}: it must be greater than {} "
+                             "and at most {}",
+                             boundary.index, show_key(separator), leaf, leaf + 1, show_key(previous_last_),
+                             show_key(first_)));
+  }
+
+  // The section offsets of a page already checked, for placing a message.
+  checked_page page_header_of(std::uint32_t number) const {
+    const file_info& info = core_->info();
+    checked_page page;
+    const unsigned char* p = base_ + std::uint64_t{number} * page_size_;
+    page.number = number;
+    page.inline_width = p[page_field::inline_width_offset];
+    page.sections = compute_sections(page_kind::inner, load_le<std::uint16_t>(p + page_field::count_offset),
+                                     load_le<std::uint16_t>(p + page_field::prefix_length_offset),
+                                     page.inline_width, info.keys, info.key_size, info.values, info.value_size);
+    return page;
+  }
+
+  // ---------------------------------------------------------------------
+  // 4. Totals, the blob region and the metadata region
+
+  void check_totals() {
+    const file_info& info = core_->info();
+    const std::uint32_t max_value = info.values == value_kind::none ? 0 : value_length_seen_;
+    if (info.max_key_length < key_length_seen_ || (all_keys_seen_ && info.max_key_length != key_length_seen_)) {
+      header_problem(header::max_key_length_offset,
+                     fmt::format("max_key_length is {}, but the longest key is {} bytes", info.max_key_length,
+                                 key_length_seen_));
+    }
+    if (info.max_value_length < max_value || (all_keys_seen_ && info.max_value_length != max_value)) {
+      header_problem(header::max_value_length_offset,
+                     fmt::format("max_value_length is {}, but the longest value is {} bytes",
+                                 info.max_value_length, max_value));
+    }
+  }
+
+  void check_blob_region() {
+    const file_info& info = core_->info();
+    std::sort(blob_items_.begin(), blob_items_.end(),
+              [](const blob_item& a, const blob_item& b) { return a.offset < b.offset; });
+    std::uint64_t covered = 0;  // the items so far cover [0, covered)
+    auto gap = [&](std::uint64_t from, std::uint64_t to) {
+      // Unreferenced bytes are certain only when every page was read.
+      if (!all_keys_seen_ || tiling_broken_) return;
+      add_problem(verify_region::blob, std::nullopt, info.blob_offset + from,
+                  fmt::format("{} bytes at blob offset {} are not referenced by any external record", to - from,
+                              from));
+    };
+    for (const blob_item& item : blob_items_) {
+      if (item.offset > covered) gap(covered, item.offset);
+      if (item.offset < covered) {
+        page_problem(item.page, item.record,
+                     fmt::format("external item at blob offset {} ({} bytes) overlaps an item before it, which "
+                                 "ends at {}",
+                                 item.offset, item.length, covered));
+      }
+      covered = std::max(covered, item.offset + item.length);
+    }
+    if (covered < info.blob_length) gap(covered, info.blob_length);
+  }
+
+  void check_metadata() {
+    const file_info& info = core_->info();
+    if (info.metadata_length == 0) return;
+    const unsigned char* region = base_ + info.metadata_offset;
+    const std::uint64_t length = info.metadata_length;
+    auto problem = [&](std::uint64_t offset, std::string message) {
+      add_problem(verify_region::metadata, std::nullopt, info.metadata_offset + offset, std::move(message));
+    };
+    const std::uint32_t stored_checksum = load_le<std::uint32_t>(base_ + header::metadata_checksum_offset);
+    const std::uint32_t computed_checksum = crc32c(region, length);
+    if (stored_checksum != computed_checksum) {
+      problem(0, fmt::format("checksum {:08x} in the header does not match the region's bytes ({:08x})",
+                             stored_checksum, computed_checksum));
+    }
+    if (options_.quick) return;
+    if (length < 4) return;  // reported with the header
+    const std::uint32_t count = load_le<std::uint32_t>(region);
+    if (count == 0) problem(0, "metadata region with no entries; a file without metadata has no region");
+    std::uint64_t offset = 4;
+    std::string previous_key;
+    for (std::uint32_t i = 0; i < count; ++i) {
+      std::string_view fields[2];
+      for (std::string_view& field : fields) {
+        if (length - offset < 4) {
+          problem(offset, fmt::format("entry {} of {} runs past the end of the region", i, count));
+          return;
+        }
+        const std::uint32_t field_length = load_le<std::uint32_t>(region + offset);
+        if (length - offset - 4 < field_length) {
+          problem(offset, fmt::format("entry {} of {}: a {}-byte field runs past the end of the region", i,
+                                      count, field_length));
+          return;
+        }
+        field = as_chars(region + offset + 4, field_length);
+        offset += 4 + std::uint64_t{field_length};
+      }
+      if (i > 0 && compare_keys(previous_key, fields[0]) >= 0) {
+        problem(static_cast<std::uint64_t>(reinterpret_cast<const unsigned char*>(fields[0].data()) - region) - 4,
+                fmt::format("metadata key {} is not greater than the key before it, {}", quote_key(fields[0]),
+                            quote_key(previous_key)));
+      }
+      previous_key.assign(fields[0]);
+    }
+    if (offset != length) {
+      problem(offset, fmt::format("{} bytes after the last of the {} entries", length - offset, count));
+    }
+  }
+
+  // ---------------------------------------------------------------------
+  // Quick mode: the checksums only
+
+  void check_pages_quick() {
+    const file_info& info = core_->info();
+    const bool has_items = info.blob_length > 0 &&
+                           (info.keys == key_kind::bytes || info.values == value_kind::bytes);
+    for (std::uint32_t level = 0; level < info.height; ++level) {
+      const std::uint32_t end = core_->level_end_page(level);
+      for (std::uint32_t number = core_->level_first_page(level); number < end; ++number) {
+        if (!has_items) {
+          const unsigned char* p = base_ + std::uint64_t{number} * page_size_;
+          const std::uint32_t stored = load_le<std::uint32_t>(p + page_field::checksum_offset);
+          const std::uint32_t computed = page_checksum(p, page_size_);
+          if (stored != computed) {
+            page_problem(number, page_field::checksum_offset,
+                         fmt::format("checksum {:08x} does not match the page's bytes ({:08x})", stored, computed));
+          }
+          const std::uint32_t stored_number = load_le<std::uint32_t>(p + page_field::page_number_offset);
+          if (stored_number != number) {
+            page_problem(number, page_field::page_number_offset,
+                         fmt::format("page_number field is {}: the page was written for another place "
+                                     "(moved or copied here) or is damaged",
+                                     stored_number));
+          }
+          continue;
+        }
+        // External items carry checksums of their own, found through the slots.
+        checked_page page = check_page(number, level);
+        if (page.decodable) check_heap(page);
+      }
+    }
+  }
+
+  const unsigned char* base_;
+  std::uint64_t size_;
+  const verify_options& options_;
+  verify_report& report_;
+  std::unique_ptr<reader_core> core_;
+  std::uint32_t page_size_ = 0;
+  bool check_reserved_ = true;  // reserved bytes and padding are zero (minor versions this code knows)
+
+  // Per page, reused: byte-string keys' suffix lengths and remainders.
+  std::vector<std::uint32_t> suffix_lengths_;
+  std::vector<key_rest> rests_;
+  std::string key_a_, key_b_, first_, previous_last_, level_last_;
+
+  std::vector<boundary_separator> boundaries_;  // by leaf index
+  std::string separator_arena_;
+  bool tiling_broken_ = false;  // separators cannot be matched to leaf boundaries
+  bool all_keys_seen_ = true;   // every leaf was decoded, so totals are exact
+  std::vector<blob_item> blob_items_;
+  std::uint32_t key_length_seen_ = 0;
+  std::uint32_t value_length_seen_ = 0;
+};
+
+}  // namespace
+}  // namespace detail
+
+std::string format_problem(const verify_report& report, const verify_problem& problem) {
+  switch (problem.region) {
+    case verify_region::page:
+      return fmt::format("{}: page {} (offset {}): {}", report.name, problem.page.value_or(0), problem.offset,
+                         problem.message);
+    case verify_region::blob:
+      return fmt::format("{}: blob region (offset {}): {}", report.name, problem.offset, problem.message);
+    case verify_region::metadata:
+      return fmt::format("{}: metadata (offset {}): {}", report.name, problem.offset, problem.message);
+  }
+  return fmt::format("{}: (offset {}): {}", report.name, problem.offset, problem.message);
+}
+
+verify_report verify_bytes(std::span<const std::byte> bytes, std::string name, const verify_options& options) {
+  verify_report report;
+  report.name = std::move(name);
+  report.file_size = bytes.size();
+  report.quick = options.quick;
+  static const unsigned char nothing = 0;
+  const auto* base = bytes.empty() ? &nothing : reinterpret_cast<const unsigned char*>(bytes.data());
+  detail::verifier(base, bytes.size(), options, report).run();
+  return report;
+}
+
+verify_report verify_file(const std::filesystem::path& path, const verify_options& options) {
+  detail::file_descriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) detail::throw_errno("cannot open", path);
+  struct stat status;
+  if (::fstat(fd.get(), &status) != 0) detail::throw_errno("cannot read", path);
+  if (S_ISDIR(status.st_mode)) {
+    throw error(errc::io_error, fmt::format("cannot open {}: Is a directory", path.string()));
+  }
+  const auto size = static_cast<std::uint64_t>(status.st_size);
+  if (size == 0) return verify_bytes({}, path.string(), options);
+  // Every byte is read once, mostly in file order.
+  void* mapping = ::mmap(nullptr, size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd.get(), 0);
+  if (mapping == MAP_FAILED) detail::throw_errno("cannot map", path);
+  struct unmapper {
+    void* address;
+    std::uint64_t length;
+    ~unmapper() { ::munmap(address, length); }
+  } const unmap{mapping, size};
+  ::madvise(mapping, size, MADV_SEQUENTIAL);
+  return verify_bytes({static_cast<const std::byte*>(mapping), static_cast<std::size_t>(size)}, path.string(),
+                      options);
+}
+
+}  // namespace bbtree

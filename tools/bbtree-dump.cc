@@ -1,0 +1,100 @@
+// bbtree-dump: prints an index file's entries, header or page structure.
+#include "common.h"
+
+#include <bbtree/inspect.h>
+
+#include <fmt/format.h>
+
+#include <optional>
+#include <sstream>
+#include <string>
+
+namespace bbtree::tools {
+namespace {
+
+constexpr std::string_view examples = R"(  bbtree-dump data.bbt | head
+  bbtree-dump --format jsonl data.bbt > data.jsonl
+  bbtree-dump --header data.bbt
+  bbtree-dump a.bbt | bbtree-build --sorted --key-type u64 --value-type bytes -o b.bbt
+)";
+
+constexpr std::string_view exit_statuses =
+    R"(  0  success, also when a reader of the output stops early (| head)
+  1  FILE is not a bbtree file or is damaged
+  2  usage error, or an entry that jsonl cannot hold (a byte string that is
+     not UTF-8: use tsv or bin)
+  3  FILE cannot be read, or the output cannot be written
+
+The entries come out in key order in the format that bbtree-build reads, so
+`bbtree-dump a.bbt | bbtree-build --sorted --key-type T --value-type V -o b.bbt`
+rebuilds a.bbt; with the same page size, metadata and duplicates policy, and
+a.bbt built with --sorted, byte for byte.
+)";
+
+}  // namespace
+}  // namespace bbtree::tools
+
+int main(int argc, char** argv) {
+  using namespace bbtree;
+  using namespace bbtree::tools;
+
+  CLI::App app{"Prints a bbtree index file: its entries (the default), its header or its pages."};
+  set_up(app, "bbtree-dump", false);
+  app.footer(help_footer(examples, exit_statuses));
+
+  std::string file_name;
+  std::string format_name = "tsv";
+  bool entries = false;
+  bool header = false;
+  bool stats = false;
+  bool pages = false;
+  std::optional<std::uint32_t> page;
+  app.add_option("FILE", file_name, "The index file; - reads it from standard input")->required();
+  auto* entries_flag = app.add_flag("--entries", entries, "Every entry in key order (the default)");
+  auto* header_flag = app.add_flag("--header", header, "Every header field, one per line");
+  auto* stats_flag = app.add_flag("--stats", stats, "Totals over pages and levels");
+  auto* pages_flag = app.add_flag("--pages", pages, "One line per page");
+  auto* page_option = app.add_option("--page", page, "Every field and entry of page N");
+  auto* format_option =
+      app.add_option("--format", format_name, "Entry format: tsv, csv, jsonl or bin")
+          ->check(CLI::IsMember({"tsv", "csv", "jsonl", "bin"}))
+          ->capture_default_str();
+  CLI::Option* const modes[] = {entries_flag, header_flag, stats_flag, pages_flag, page_option};
+  for (CLI::Option* mode : modes) {
+    for (CLI::Option* other : modes) {
+      if (mode != other) mode->excludes(other);
+    }
+  }
+  for (CLI::Option* mode : {header_flag, stats_flag, pages_flag, page_option}) {
+    mode->excludes(format_option);
+  }
+
+  return run(app, argc, argv, [&] {
+    open_options options;
+    options.advice = access_advice::sequential;
+    const open_index index(file_name, options);
+    const reader& file = index.reader();
+    const entry_types types = index.types();
+    const text_format format =
+        header || stats || pages || page ? text_format::tsv : parse_text_format(format_name);
+    const auto out = stdout_writer(format, types);
+    if (header || stats || pages || page) {
+      std::ostringstream text;
+      if (header) {
+        write_header(file, text);
+      } else if (stats) {
+        write_stats(file, text);
+      } else if (pages) {
+        write_pages(file, text);
+      } else {
+        write_page(file, *page, text);
+      }
+      out->write_text(text.str());
+    } else {
+      const cursor end = file.end();
+      for (cursor at = file.begin(); at != end; ++at) out->write(at.key(), at.value());
+    }
+    out->flush();
+    return static_cast<int>(exit_success);
+  });
+}

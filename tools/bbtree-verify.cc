@@ -1,0 +1,186 @@
+// bbtree-verify: checks index files completely (bbtree/verify.h) and says
+// what is wrong, where.
+#include "common.h"
+
+#include <bbtree/verify.h>
+
+#include <fmt/format.h>
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace bbtree::tools {
+namespace {
+
+constexpr std::string_view examples = R"(  bbtree-verify data.bbt
+  bbtree-verify --quick /srv/indexes/*.bbt
+  bbtree-verify --json --max-errors 20 a.bbt b.bbt > report.json
+)";
+
+constexpr std::string_view exit_statuses =
+    R"(  0  every FILE is a valid bbtree file
+  1  some FILE is damaged, truncated, has trailing data, or is not a bbtree
+     file (the other files are still checked)
+  2  usage error
+  3  some FILE cannot be read (missing, a directory, no permission); this
+     wins over 1
+
+Each problem is printed as `FILE: page P (offset X): WHAT` (or `blob
+region` / `metadata` instead of the page), where X is the offset in the
+file of the first byte found wrong; page 0 is the header.  A good file gets
+one line: `FILE: ok (N entries, S bytes, H levels, P pages)`.  --json prints
+one JSON document instead: {"ok": BOOL, "files": [{"name", "ok", "entries",
+"size", "pages", "height", "quick", "truncated", "error", "problems":
+[{"page", "region", "offset", "message"}]}]}; "page" is null outside the
+pages, "error" is set only for a file that cannot be read, "truncated" says
+that --max-errors cut the list short.
+
+The full check covers spec/FORMAT.md, section 14.6: every checksum, page
+numbers (so moved or copied pages are named), page kinds and levels, padding
+and reserved bytes, key order within and across pages, separators against
+the keys they divide, the first_rank and first_child chains, slots, the heap,
+the blob and metadata regions, and the header's totals.  It also checks the
+reference builder's choices that the header records (section 15: prefix
+lengths, inline widths, which items are outside the page); give
+--no-builder-policy for files from other writers.
+)";
+
+void append_json_string(std::string& out, std::string_view text) {
+  // Names may be any bytes: invalid UTF-8 is kept as \u00XX escapes.
+  const bool utf8 = is_valid_utf8(text);
+  out += '"';
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (byte == '\n') {
+      out += "\\n";
+    } else if (byte == '\t') {
+      out += "\\t";
+    } else if (byte < 0x20 || byte == 0x7F || (byte >= 0x80 && !utf8)) {
+      fmt::format_to(std::back_inserter(out), "\\u{:04x}", byte);
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+}
+
+const char* region_name(verify_region region) {
+  switch (region) {
+    case verify_region::page: return "page";
+    case verify_region::blob: return "blob";
+    case verify_region::metadata: return "metadata";
+  }
+  return "page";
+}
+
+void append_json_report(std::string& out, const verify_report& report) {
+  out += "    {\"name\": ";
+  append_json_string(out, report.name);
+  fmt::format_to(std::back_inserter(out),
+                 ", \"ok\": {}, \"entries\": {}, \"size\": {}, \"pages\": {}, \"height\": {}, \"quick\": {}, "
+                 "\"truncated\": {}, \"problems\": [",
+                 report.ok(), report.entries, report.file_size, report.pages, report.height, report.quick,
+                 report.truncated_list);
+  const char* separator = "\n";
+  for (const verify_problem& problem : report.problems) {
+    out += separator;
+    separator = ",\n";
+    out += "      {\"page\": ";
+    out += problem.page ? std::to_string(*problem.page) : "null";
+    fmt::format_to(std::back_inserter(out), ", \"region\": \"{}\", \"offset\": {}, \"message\": ",
+                   region_name(problem.region), problem.offset);
+    append_json_string(out, problem.message);
+    out += '}';
+  }
+  out += report.problems.empty() ? "]}" : "\n    ]}";
+}
+
+void append_json_failure(std::string& out, const std::string& name, std::string_view message) {
+  out += "    {\"name\": ";
+  append_json_string(out, name);
+  out += ", \"ok\": false, \"error\": ";
+  append_json_string(out, message);
+  out += ", \"problems\": []}";
+}
+
+}  // namespace
+}  // namespace bbtree::tools
+
+int main(int argc, char** argv) {
+  using namespace bbtree;
+  using namespace bbtree::tools;
+
+  CLI::App app{"Checks bbtree index files: every checksum and every rule of the file format."};
+  set_up(app, "bbtree-verify", false);
+  app.footer(help_footer(examples, exit_statuses));
+
+  std::vector<std::string> files;
+  verify_options options;
+  bool json = false;
+  bool no_builder_policy = false;
+  app.add_option("FILE", files, "The index files to check")->required();
+  app.add_flag("--quick", options.quick,
+               "Only the header and the checksums (pages, out-of-page items, metadata): finds damage "
+               "from storage or transfer, not from a faulty writer");
+  app.add_flag("--json", json, "Print one JSON document for all files (for CI)");
+  app.add_option("--max-errors", options.max_errors, "Stop listing a file's problems after N; 0 lists all")
+      ->capture_default_str();
+  app.add_flag("--no-builder-policy", no_builder_policy,
+               "Check only the format's rules, not the reference builder's choices (section 15)");
+
+  return run(app, argc, argv, [&] {
+    options.builder_policy = !no_builder_policy;
+    bool any_bad = false;
+    bool any_unreadable = false;
+    std::string json_files;
+    for (const std::string& file : files) {
+      std::string text;
+      try {
+        const verify_report report = verify_file(file, options);
+        any_bad = any_bad || !report.ok();
+        if (json) {
+          if (!json_files.empty()) json_files += ",\n";
+          append_json_report(json_files, report);
+          continue;
+        }
+        for (const verify_problem& problem : report.problems) {
+          text += format_problem(report, problem);
+          text += '\n';
+        }
+        if (report.ok()) {
+          fmt::format_to(std::back_inserter(text), "{}: ok{} ({} entries, {} bytes, {} level{}, {} pages)\n",
+                         report.name, report.quick ? ", checksums only" : "", report.entries,
+                         report.file_size, report.height, report.height == 1 ? "" : "s", report.pages);
+        } else if (report.truncated_list) {
+          fmt::format_to(std::back_inserter(text),
+                         "{}: damaged; listing stopped after {} problems (--max-errors 0 lists all)\n",
+                         report.name, report.problems.size());
+        } else {
+          fmt::format_to(std::back_inserter(text), "{}: damaged ({} problem{})\n", report.name,
+                         report.problems.size(), report.problems.size() == 1 ? "" : "s");
+        }
+      } catch (const error& e) {
+        // A file that cannot be read does not stop the others.
+        if (e.code() != errc::io_error) throw;
+        any_unreadable = true;
+        if (json) {
+          if (!json_files.empty()) json_files += ",\n";
+          append_json_failure(json_files, file, e.what());
+          continue;
+        }
+        std::cout.flush();
+        fmt::print(stderr, "bbtree-verify: error: {}\n", e.what());
+      }
+      std::cout << text;
+    }
+    if (json) {
+      std::cout << fmt::format("{{\"ok\": {}, \"files\": [\n{}\n]}}\n", !any_bad && !any_unreadable, json_files);
+    }
+    if (any_unreadable) return static_cast<int>(exit_system);
+    return static_cast<int>(any_bad ? exit_negative : exit_success);
+  });
+}

@@ -1,0 +1,206 @@
+#include "common.h"
+
+#include <bbtree/format/layout.h>
+#include <bbtree/version.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <new>
+#include <span>
+
+#include <unistd.h>
+
+namespace bbtree::tools {
+
+namespace {
+
+std::string tool_name = "bbtree";
+
+void print_error(std::string_view message) {
+  std::fflush(stdout);
+  fmt::print(stderr, "{}: error: {}\n", tool_name, message);
+}
+
+// CLI11 prints help and --version to std::cout; a closed pipe there is no
+// error either.
+int flush_standard_output() {
+  std::cout.flush();
+  if (!std::cout) {
+    if (errno == EPIPE) return exit_success;
+    print_error("<stdout>: write failed");
+    return exit_system;
+  }
+  return exit_success;
+}
+
+}  // namespace
+
+void set_up(CLI::App& app, std::string tool, bool writes_files) {
+  tool_name = std::move(tool);
+  app.name(tool_name);
+  // A reader accepts every minor version of its major one (spec/FORMAT.md,
+  // section 16).
+  const std::string writes =
+      writes_files ? fmt::format(", writes {}.{}", format::format_major, format::format_minor) : "";
+  app.set_version_flag("--version",
+                       fmt::format("{} {}\nbbtree file format: reads {}.x (this build knows up "
+                                   "to {}.{}){}",
+                                   tool_name, version_string, format::format_major,
+                                   format::format_major, format::format_minor, writes));
+}
+
+std::string help_footer(std::string_view examples, std::string_view exit_statuses) {
+  return fmt::format("\nExamples:\n{}\nExit status:\n{}", examples, exit_statuses);
+}
+
+int exit_status_for(errc code) noexcept {
+  switch (code) {
+    case errc::not_bbtree:
+    case errc::newer_version:
+    case errc::unsupported_feature:
+    case errc::truncated:
+    case errc::corrupt_header:
+    case errc::corrupt:
+    case errc::trailing_data:
+    case errc::out_of_order:
+    case errc::duplicate_key:
+    case errc::key_too_long:
+    case errc::value_too_long:
+      return exit_negative;
+    case errc::already_exists:
+    case errc::invalid_argument:
+    case errc::type_mismatch:
+      return exit_usage;
+    case errc::io_error:
+      return exit_system;
+  }
+  return exit_system;
+}
+
+int run(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
+  // A write to a closed pipe then fails with EPIPE, which the tools turn
+  // into a quiet exit, instead of killing the process with a signal.
+  std::signal(SIGPIPE, SIG_IGN);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    app.exit(e);
+    return flush_standard_output();
+  } catch (const CLI::ParseError& e) {
+    print_error(e.what());
+    fmt::print(stderr, "Run '{} --help' for the options.\n", tool_name);
+    return exit_usage;
+  }
+  try {
+    const int status = body();
+    const int flushed = flush_standard_output();
+    return flushed != exit_success ? flushed : status;
+  } catch (const broken_pipe&) {
+    return exit_success;
+  } catch (const usage_error& e) {
+    print_error(e.what());
+    return exit_usage;
+  } catch (const input_error& e) {
+    print_error(e.what());
+    return exit_negative;
+  } catch (const error& e) {
+    print_error(e.what());
+    return exit_status_for(e.code());
+  } catch (const std::bad_alloc&) {
+    print_error("out of memory");
+    return exit_system;
+  } catch (const std::exception& e) {
+    print_error(e.what());
+    return exit_system;
+  }
+}
+
+void note(std::string_view text) {
+  std::fflush(stdout);
+  fmt::print(stderr, "{}: {}\n", tool_name, text);
+}
+
+std::uint64_t parse_size(std::string_view text, std::string_view option) {
+  const auto bad = [&] {
+    return usage_error(fmt::format(
+        "{}: bad size \"{}\": give a number with an optional K, M, G or T (e.g. 256M, 2G)", option,
+        text));
+  };
+  std::uint64_t number = 0;
+  std::size_t i = 0;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+    if (number > (UINT64_MAX - 9) / 10) throw bad();
+    number = number * 10 + static_cast<std::uint64_t>(text[i] - '0');
+  }
+  if (i == 0) throw bad();
+  std::string_view unit = text.substr(i);
+  int shift = 0;
+  if (!unit.empty()) {
+    switch (unit[0]) {
+      case 'k':
+      case 'K':
+        shift = 10;
+        break;
+      case 'm':
+      case 'M':
+        shift = 20;
+        break;
+      case 'g':
+      case 'G':
+        shift = 30;
+        break;
+      case 't':
+      case 'T':
+        shift = 40;
+        break;
+      case 'b':
+      case 'B':
+        break;
+      default:
+        throw bad();
+    }
+    if (shift != 0) unit.remove_prefix(1);
+    if (unit == "iB" || unit == "ib") unit.remove_prefix(2);
+    if (unit == "B" || unit == "b") unit.remove_prefix(1);
+    if (!unit.empty()) throw bad();
+  }
+  if (number == 0 || number > (UINT64_MAX >> shift)) throw bad();
+  return number << shift;
+}
+
+open_index::open_index(const std::string& path, const open_options& options) {
+  if (path != "-") {
+    reader_ = std::make_unique<bbtree::reader>(bbtree::reader::open(path, options));
+    return;
+  }
+  // A pipe cannot be mapped: read it all, then read the bytes in place.
+  constexpr std::size_t chunk = std::size_t{1} << 20;
+  for (;;) {
+    const std::size_t used = standard_input_.size();
+    standard_input_.resize(used + chunk);
+    const ssize_t count = ::read(STDIN_FILENO, standard_input_.data() + used, chunk);
+    if (count < 0 && errno == EINTR) {
+      standard_input_.resize(used);
+      continue;
+    }
+    if (count < 0) {
+      throw error(errc::io_error, fmt::format("<stdin>: read failed: {}", std::strerror(errno)));
+    }
+    standard_input_.resize(used + static_cast<std::size_t>(count));
+    if (count == 0) break;
+  }
+  reader_ = std::make_unique<bbtree::reader>(
+      bbtree::reader::from_memory(std::span<const std::byte>(standard_input_), "<stdin>"));
+}
+
+std::unique_ptr<entry_writer> stdout_writer(text_format format, const entry_types& types) {
+  return std::make_unique<entry_writer>(STDOUT_FILENO, "<stdout>", format, types);
+}
+
+}  // namespace bbtree::tools

@@ -1,0 +1,74 @@
+// What the command-line tools share: the exit statuses, the error
+// reporting, --version, opening an index (or standard input) and writing to
+// standard output.  The tools' logic lives in lib/; this is front-end glue.
+#pragma once
+
+#include <bbtree/reader.h>
+#include <bbtree/text_format.h>
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bbtree::tools {
+
+// The exit statuses every tool uses; the README and --help document them.
+enum exit_status : int {
+  exit_success = 0,
+  exit_negative = 1,  // bad input data, a key not found, a corrupt file
+  exit_usage = 2,     // a bad command line
+  exit_system = 3,    // a file that cannot be read or written, a full disk
+};
+
+// A command line that parses but asks for something the tool refuses.
+class usage_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Names the tool (for messages) and adds --version.  `writes_files` says
+// whether --version lists a format version written.
+void set_up(CLI::App& app, std::string tool, bool writes_files);
+
+// The help text's closing part: the examples, then the exit statuses.
+std::string help_footer(std::string_view examples, std::string_view exit_statuses);
+
+// Parses the command line and runs `body`, which returns the exit status.
+// Every failure becomes `bbtree-TOOL: error: MESSAGE` on stderr and the
+// matching exit status; a closed stdout (EPIPE, as under `| head`) ends the
+// tool quietly with status 0.
+int run(CLI::App& app, int argc, char** argv, const std::function<int()>& body);
+
+// Writes `bbtree-TOOL: TEXT` to stderr, for outcomes that are not errors
+// (not found, a summary line).
+void note(std::string_view text);
+
+// The exit status for a library error.
+int exit_status_for(errc code) noexcept;
+
+// Parses a size such as 4096, 256K, 256M or 2G (binary multiples; an
+// optional trailing B or iB).  Throws usage_error naming `option`.
+std::uint64_t parse_size(std::string_view text, std::string_view option);
+
+// An index opened for reading; FILE "-" reads standard input into memory.
+class open_index {
+ public:
+  open_index(const std::string& path, const open_options& options);
+  const bbtree::reader& reader() const noexcept { return *reader_; }
+  entry_types types() const noexcept { return entry_types::of(reader_->info()); }
+
+ private:
+  std::vector<std::byte> standard_input_;
+  std::unique_ptr<bbtree::reader> reader_;
+};
+
+// Standard output through an entry_writer.
+std::unique_ptr<entry_writer> stdout_writer(text_format format, const entry_types& types);
+
+}  // namespace bbtree::tools
