@@ -5,8 +5,8 @@
 #include <bbtree/detail/reader_core.h>
 #include <bbtree/inspect.h>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <sstream>
@@ -38,15 +38,18 @@ bool has_line(const std::string& text, const std::string& line) {
   return ("\n" + text).find("\n" + line + "\n") != std::string::npos;
 }
 
-std::size_t line_count(const std::string& text) { return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); }
+std::size_t line_count(const std::string& text) {
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
 
 }  // namespace
 
-TEST_CASE("--stats counts pages, entries and lengths", "[inspect]") {
+TEST_CASE("stats count pages, entries and lengths", "[inspect]") {
   const shape kinds{key_kind::bytes, 0, value_kind::bytes, 0, 512};
   model entries;
   for (int i = 0; i < 1000; ++i) {
-    entries[fmt::format("key-{:04}", i)] = i % 50 == 0 ? std::string(200, 'x') : std::string(4, 'v');
+    entries[fmt::format("key-{:04}", i)] =
+        i % 50 == 0 ? std::string(200, 'x') : std::string(4, 'v');
   }
   const std::string file = build_bytes(kinds, entries, {{"m", "1"}});
   const reader index = reader::from_memory(as_bytes(file));
@@ -64,10 +67,11 @@ TEST_CASE("--stats counts pages, entries and lengths", "[inspect]") {
   REQUIRE(stats.find("damaged") == std::string::npos);
 }
 
-TEST_CASE("--pages lists every page; --page N shows its entries", "[inspect]") {
+TEST_CASE("the page listing shows every page, and one page its entries", "[inspect]") {
   const shape kinds{key_kind::u64, 0, value_kind::u64, 0, 512};
   model entries;
-  for (std::uint64_t i = 0; i < 3000; ++i) entries[std::string(u64_key(i * 5).view())] = std::string(u64_value(i).view());
+  for (std::uint64_t i = 0; i < 3000; ++i)
+    entries[std::string(u64_key(i * 5).view())] = std::string(u64_value(i).view());
   std::string file = build_bytes(kinds, entries);
   const std::uint32_t page_size = page_size_of(file);
   {
@@ -86,12 +90,14 @@ TEST_CASE("--pages lists every page; --page N shows its entries", "[inspect]") {
     REQUIRE(has_line(leaf, fmt::format("first_rank: {}", view.header_word)));
     // Entry 0 of leaf 2 is the entry of rank first_rank: key 5 * rank, value rank.
     REQUIRE(leaf.find(fmt::format("entry.0: inline 0x")) != std::string::npos);
-    REQUIRE(leaf.find(fmt::format(", key {}, value {}\n", 5 * view.header_word, view.header_word)) != std::string::npos);
+    REQUIRE(leaf.find(fmt::format(", key {}, value {}\n", 5 * view.header_word,
+                                  view.header_word)) != std::string::npos);
 
     const std::string root = page_of(index, index.info().root_page);
     INFO(root);
     REQUIRE(has_line(root, "kind: 2 (inner)"));
-    REQUIRE(has_line(root, fmt::format("child.0: page {}", index.core().level_first_page(index.info().height - 2))));
+    REQUIRE(has_line(root, fmt::format("child.0: page {}",
+                                       index.core().level_first_page(index.info().height - 2))));
 
     REQUIRE(page_of(index, 0).find("magic: 89 42 42 54 52 45 45 0a") != std::string::npos);
     try {
