@@ -88,15 +88,28 @@ constexpr std::uint32_t crc32c_shift_constant(std::size_t bytes) noexcept {
 }
 
 inline constexpr std::size_t crc32c_stream_block = 1024;
-inline constexpr std::uint32_t crc32c_shift_one_block = crc32c_shift_constant(crc32c_stream_block);
-inline constexpr std::uint32_t crc32c_shift_two_blocks =
-    crc32c_shift_constant(2 * crc32c_stream_block);
 
-__attribute__((target("sse4.2"))) inline std::uint32_t crc32c_shift(std::uint32_t crc,
-                                                                     std::uint32_t constant) noexcept {
-  // Carry-less multiply done with the portable routine: it runs once per
-  // 3 KiB, so its cost does not matter.
-  return crc32c_multiply(constant, crc);
+// Shifting a CRC state by a fixed number of zero bytes is linear, so it is
+// four table lookups: one table per byte of the state.
+using crc32c_shift_table = std::array<std::array<std::uint32_t, 256>, 4>;
+
+constexpr crc32c_shift_table make_crc32c_shift_table(std::size_t bytes) {
+  const std::uint32_t constant = crc32c_shift_constant(bytes);
+  crc32c_shift_table table{};
+  for (std::size_t position = 0; position < 4; ++position) {
+    for (std::uint32_t byte = 0; byte < 256; ++byte) {
+      table[position][byte] = crc32c_multiply(constant, byte << (8 * position));
+    }
+  }
+  return table;
+}
+
+inline constexpr crc32c_shift_table crc32c_shift_one_block = make_crc32c_shift_table(crc32c_stream_block);
+inline constexpr crc32c_shift_table crc32c_shift_two_blocks = make_crc32c_shift_table(2 * crc32c_stream_block);
+
+inline std::uint32_t crc32c_shift(std::uint32_t crc, const crc32c_shift_table& table) noexcept {
+  return table[0][crc & 0xFF] ^ table[1][(crc >> 8) & 0xFF] ^ table[2][(crc >> 16) & 0xFF] ^
+         table[3][crc >> 24];
 }
 
 __attribute__((target("sse4.2"))) inline std::uint32_t crc32c_update_sse42(
