@@ -67,6 +67,8 @@ void fix_item_checksums(std::uint8_t* data, std::size_t size, const layout& file
   const auto values = static_cast<format::value_kind>(file.values);
   if (keys != format::key_kind::bytes && values != format::value_kind::bytes) return;
   if (file.blob_length == 0 || !region_in(file.blob_offset, file.blob_length, size)) return;
+  // compute_sections trusts its sizes not to overflow: only valid ones.
+  if (file.key_size > format::max_fixed_size || file.value_size > format::max_fixed_size) return;
   std::uint8_t* bytes = data + std::size_t{number} * file.page_size;
   const std::uint8_t kind = bytes[page::kind_offset];
   if (kind != 1 && kind != 2) return;
@@ -80,6 +82,7 @@ void fix_item_checksums(std::uint8_t* data, std::size_t size, const layout& file
                                keys, file.key_size, values, file.value_size);
   if (sections.heap > file.page_size) return;
   auto fix_slot = [&](std::uint32_t slot_offset, bool key_slot) {
+    if (std::uint64_t{slot_offset} + format::slot_size > file.page_size) return;
     const std::uint32_t length = load_le<std::uint32_t>(bytes + slot_offset);
     const std::uint32_t reference = load_le<std::uint32_t>(bytes + slot_offset + 4);
     if ((reference & format::external_flag) == 0) return;

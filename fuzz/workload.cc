@@ -3,11 +3,13 @@
 #include "fuzz_support.h"
 
 #include <bbtree/format/crc32c.h>
+#include <bbtree/inspect.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <optional>
+#include <sstream>
 #include <utility>
 
 namespace bbtree::fuzz {
@@ -163,6 +165,29 @@ void exercise(const reader& index, bytes_view probe_source) {
     if (auto last = index.last()) touch(last->value);
   });
 
+  // The page inspector of bbtree-dump, which shows damaged pages as damaged.
+  guarded([&] {
+    std::ostringstream out;
+    write_header(index, out);
+  });
+  guarded([&] {
+    std::ostringstream out;
+    write_stats(index, out);
+  });
+  guarded([&] {
+    std::ostringstream out;
+    write_pages(index, out);
+  });
+  const std::uint32_t pages = info.page_count;
+  for (const std::uint32_t page :
+       {0u, 1u, pages / 2, pages - 1, pages, ~0u,
+        pages > 0 ? static_cast<std::uint32_t>(seed_of(probe_source) % pages) : 0u}) {
+    guarded([&] {
+      std::ostringstream out;
+      write_page(index, page, out);
+    });
+  }
+
   // A dump: every entry, forwards, then backwards from the end.
   std::vector<std::string> seen;
   guarded([&] {
@@ -215,7 +240,6 @@ void exercise(const reader& index, bytes_view probe_source) {
       if (value) touch(*value);
     }
   });
-  (void)info;
 }
 
 // ---------------------------------------------------------------------------

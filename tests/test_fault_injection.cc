@@ -12,8 +12,8 @@
 #include <bbtree/detail/reader_core.h>
 #include <bbtree/verify.h>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include <algorithm>
 
@@ -45,7 +45,8 @@ std::vector<expected_place> expected_places(const std::string& file) {
     }
   };
   for (std::uint32_t level = 0; level < info.height; ++level) {
-    for (std::uint32_t number = core.level_first_page(level); number < core.level_end_page(level); ++number) {
+    for (std::uint32_t number = core.level_first_page(level); number < core.level_end_page(level);
+         ++number) {
       const detail::page_view page = core.page(number, static_cast<int>(level));
       for (std::uint32_t i = 0; i < page.count; ++i) {
         if (info.keys == key_kind::bytes) claim(core.key_remainder(page, i), number);
@@ -53,7 +54,8 @@ std::vector<expected_place> expected_places(const std::string& file) {
       }
     }
   }
-  for (std::uint64_t offset = info.metadata_offset; offset < info.metadata_offset + info.metadata_length; ++offset) {
+  for (std::uint64_t offset = info.metadata_offset;
+       offset < info.metadata_offset + info.metadata_length; ++offset) {
     places[offset] = {verify_region::metadata, 0};
   }
   return places;
@@ -61,9 +63,12 @@ std::vector<expected_place> expected_places(const std::string& file) {
 
 std::string place_name(const expected_place& place) {
   switch (place.region) {
-    case verify_region::page: return fmt::format("page {}", place.page);
-    case verify_region::blob: return "the blob region";
-    case verify_region::metadata: return "the metadata region";
+    case verify_region::page:
+      return fmt::format("page {}", place.page);
+    case verify_region::blob:
+      return "the blob region";
+    case verify_region::metadata:
+      return "the metadata region";
   }
   return "?";
 }
@@ -86,7 +91,8 @@ std::size_t exercise_reader(const std::string& file, const std::vector<std::stri
   const reader& index = *opened;
   // A scan reads at most every entry of every leaf; a leaf's count is
   // bounded by what fits in a page.
-  const std::uint64_t step_limit = std::uint64_t{index.info().leaf_count} * index.info().page_size + 16;
+  const std::uint64_t step_limit =
+      std::uint64_t{index.info().leaf_count} * index.info().page_size + 16;
   std::size_t failed = 0;
   auto attempt = [&](auto&& query) {
     try {
@@ -151,7 +157,8 @@ std::size_t exercise_reader(const std::string& file, const std::vector<std::stri
     checksum += index.get_many(keys, values);
   });
   attempt([&] {
-    for (std::uint64_t rank : {std::uint64_t{0}, index.size() / 2, index.size() - 1, index.size()}) {
+    for (std::uint64_t rank :
+         {std::uint64_t{0}, index.size() / 2, index.size() - 1, index.size()}) {
       const cursor at = index.at(rank);
       if (!at.is_end()) use(at.key());
     }
@@ -172,7 +179,8 @@ std::vector<std::string> sample_probes(const shape& kinds, const model& entries,
   std::vector<std::string> probes;
   std::vector<std::string> keys;
   for (const auto& entry : entries) keys.push_back(entry.first);
-  for (std::size_t i = 0; i < count && !keys.empty(); ++i) probes.push_back(keys[random() % keys.size()]);
+  for (std::size_t i = 0; i < count && !keys.empty(); ++i)
+    probes.push_back(keys[random() % keys.size()]);
   for (std::size_t i = 0; i < count / 2; ++i) probes.push_back(random_key(kinds, random));
   return probes;
 }
@@ -197,8 +205,9 @@ void check_flip(std::string& file, std::uint64_t offset, unsigned bit, const exp
     quick.max_errors = 4;
     const verify_report checksums = verify_string(file, quick);
     if (checksums.problems.empty() || !matches(checksums.problems[0], place)) {
-      FAIL_CHECK("quick: flip of bit " << bit << " of byte " << offset << ": expected a first problem on "
-                                       << place_name(place) << ", got:\n"
+      FAIL_CHECK("quick: flip of bit " << bit << " of byte " << offset
+                                       << ": expected a first problem on " << place_name(place)
+                                       << ", got:\n"
                                        << describe(checksums));
     }
   }
@@ -213,12 +222,14 @@ TEST_CASE("every single-bit flip of a small file is found, on the right page", "
     DYNAMIC_SECTION(kinds.describe()) {
       // Enough entries for a few leaves and an inner page, some long values
       // in the blob region, and metadata.
-      const std::size_t count = kinds.keys == key_kind::bytes || kinds.values == value_kind::bytes ? 40 : 70;
+      const std::size_t count =
+          kinds.keys == key_kind::bytes || kinds.values == value_kind::bytes ? 40 : 70;
       const model entries = random_model_of(kinds, count, 11);
-      std::string file = build_bytes(kinds, entries, {{"created-by", "test_fault_injection"}, {"n", "1"}});
+      std::string file =
+          build_bytes(kinds, entries, {{"created-by", "test_fault_injection"}, {"n", "1"}});
       const reader clean = reader::from_memory(as_bytes(file));
-      INFO(kinds.describe() << ": " << file.size() << " bytes, " << clean.info().page_count << " pages, "
-                            << clean.info().blob_length << " blob bytes");
+      INFO(kinds.describe() << ": " << file.size() << " bytes, " << clean.info().page_count
+                            << " pages, " << clean.info().blob_length << " blob bytes");
       REQUIRE(clean.info().height >= 2);
       REQUIRE(clean.info().page_count <= 12);
       REQUIRE(verify_string(file).ok());
@@ -226,7 +237,8 @@ TEST_CASE("every single-bit flip of a small file is found, on the right page", "
       std::mt19937_64 random(3);
       const std::vector<std::string> probes = sample_probes(kinds, entries, 4, random);
       for (std::uint64_t offset = 0; offset < file.size(); ++offset) {
-        for (unsigned bit = 0; bit < 8; ++bit) check_flip(file, offset, bit, places[offset], probes);
+        for (unsigned bit = 0; bit < 8; ++bit)
+          check_flip(file, offset, bit, places[offset], probes);
       }
       REQUIRE(verify_string(file).ok());
     }
@@ -235,7 +247,7 @@ TEST_CASE("every single-bit flip of a small file is found, on the right page", "
 
 TEST_CASE("a sample of single-bit flips of a larger file", "[verify][faults]") {
   const shape kinds{key_kind::bytes, 0, value_kind::bytes, 0, 512};
-  const model entries = random_model_of(kinds, 2500, 5);
+  const model entries = random_model_of(kinds, 1200, 5);
   std::string file = build_bytes(kinds, entries, {{"big", std::string(300, 'm')}});
   const reader clean = reader::from_memory(as_bytes(file));
   REQUIRE(clean.info().height >= 3);
@@ -261,13 +273,15 @@ TEST_CASE("random bytes over whole pages: no crash, damage found", "[verify][fau
       const reader clean = reader::from_memory(as_bytes(good));
       const std::uint32_t page_size = clean.info().page_size;
       const std::uint32_t pages = clean.info().page_count;
-      std::mt19937_64 random(kinds.page_size + static_cast<unsigned>(kinds.keys) * 10 + static_cast<unsigned>(kinds.values));
+      std::mt19937_64 random(kinds.page_size + static_cast<unsigned>(kinds.keys) * 10 +
+                             static_cast<unsigned>(kinds.values));
       const std::vector<std::string> probes = sample_probes(kinds, entries, 4, random);
       for (int round = 0; round < 300; ++round) {
         std::string file = good;
         const std::uint32_t page = 1 + static_cast<std::uint32_t>(random() % (pages - 1));
         const std::uint32_t start = static_cast<std::uint32_t>(random() % page_size);
-        const std::uint32_t length = 1 + static_cast<std::uint32_t>(random() % (round % 3 == 0 ? page_size : 16));
+        const std::uint32_t length =
+            1 + static_cast<std::uint32_t>(random() % (round % 3 == 0 ? page_size : 16));
         for (std::uint32_t i = start; i < std::min(page_size, start + length); ++i) {
           file[std::uint64_t{page} * page_size + i] = static_cast<char>(random());
         }
@@ -277,7 +291,8 @@ TEST_CASE("random bytes over whole pages: no crash, damage found", "[verify][fau
         verify_options options;
         options.max_errors = round % 7 == 0 ? 0 : 10;
         const verify_report report = verify_string(file, options);
-        INFO("round " << round << ", page " << page << ", bytes " << start << "+" << length << "\n" << describe(report));
+        INFO("round " << round << ", page " << page << ", bytes " << start << "+" << length << "\n"
+                      << describe(report));
         if (!rechecksummed) {
           REQUIRE_FALSE(report.ok());
           REQUIRE(report.problems[0].page == page);

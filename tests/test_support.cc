@@ -146,7 +146,8 @@ std::string printable(const std::string& bytes) {
 // Compares a cursor position with a model iterator, entry by entry.
 // `ranks` holds the model's keys in order, so that expected ranks cost a
 // binary search rather than a walk of the map.
-void check_position(const reader& index, const model& entries, const std::vector<std::string>& ranks,
+template <typename Index>
+void check_position(const Index& index, const model& entries, const std::vector<std::string>& ranks,
                     const cursor& position, model::const_iterator expected) {
   if (expected == entries.end()) {
     REQUIRE(position.is_end());
@@ -177,9 +178,9 @@ void check_range(const entry_range& range, model::const_iterator first, std::siz
   if (expected_count <= limit) REQUIRE(position == range.end());
 }
 
-}  // namespace
-
-void check_against_model(const reader& index, const model& entries, const std::vector<std::string>& probes) {
+template <typename Index>
+void check_index_against_model(const Index& index, const model& entries,
+                               const std::vector<std::string>& probes) {
   REQUIRE(index.size() == entries.size());
   std::vector<std::string> sorted_keys;
   sorted_keys.reserve(entries.size());
@@ -291,6 +292,17 @@ void check_against_model(const reader& index, const model& entries, const std::v
     }
   }
   REQUIRE(found == expected_found);
+}
+
+}  // namespace
+
+void check_against_model(const reader& index, const model& entries, const std::vector<std::string>& probes) {
+  check_index_against_model(index, entries, probes);
+}
+
+void check_against_model(const sharded_reader& index, const model& entries,
+                         const std::vector<std::string>& probes) {
+  check_index_against_model(index, entries, probes);
 }
 
 }  // namespace bbtree::test

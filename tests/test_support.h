@@ -5,6 +5,7 @@
 #include <bbtree/builder.h>
 #include <bbtree/key_codec.h>
 #include <bbtree/reader.h>
+#include <bbtree/shards.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -60,6 +61,9 @@ void write_file(const std::filesystem::path& path, const std::string& bytes);
 // absent probes, bounds, ranges, prefixes, ranks, counts, at(), scans in
 // both directions and get_many.  Uses Catch2 assertions.
 void check_against_model(const reader& index, const model& entries, const std::vector<std::string>& probes);
+// The same for a shard set, or a single file opened as one.
+void check_against_model(const sharded_reader& index, const model& entries,
+                         const std::vector<std::string>& probes);
 
 // Probes worth asking: every key, its neighbours (one byte more, one less,
 // truncated), and random ones.

@@ -6,8 +6,8 @@
 #include <bbtree/detail/reader_core.h>
 #include <bbtree/verify.h>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include <cstring>
 
@@ -74,9 +74,10 @@ TEST_CASE("valid files of every kind verify", "[verify]") {
       DYNAMIC_SECTION(kinds.describe() << ", " << count << " entries") {
         const model entries = random_model_of(kinds, count, count * 7 + kinds.page_size);
         const std::string file =
-            build_bytes(kinds, entries, count % 2 == 0 ? std::vector<std::pair<std::string, std::string>>{}
-                                                        : std::vector<std::pair<std::string, std::string>>{
-                                                              {"a", "1"}, {"b", std::string(3, '\0')}, {"", ""}});
+            build_bytes(kinds, entries,
+                        count % 2 == 0 ? std::vector<std::pair<std::string, std::string>>{}
+                                       : std::vector<std::pair<std::string, std::string>>{
+                                             {"a", "1"}, {"b", std::string(3, '\0')}, {"", ""}});
         for (bool quick : {false, true}) {
           verify_options options;
           options.quick = quick;
@@ -110,7 +111,8 @@ TEST_CASE("verify_file reads a file from disk and reports unreadable ones", "[ve
   const verify_report empty = verify_file(scratch / "empty.bbt");
   REQUIRE(empty.problems.size() == 1);
   REQUIRE(empty.problems[0].page == 0u);
-  REQUIRE_THAT(format_problem(empty, empty.problems[0]), Catch::Contains("empty.bbt: page 0 (offset 0): "));
+  REQUIRE_THAT(format_problem(empty, empty.problems[0]),
+               Catch::Contains("empty.bbt: page 0 (offset 0): "));
 
   for (const auto& unreadable : {scratch / "missing.bbt", scratch.path()}) {
     try {
@@ -202,8 +204,11 @@ TEST_CASE("the reader's errors for a bad header", "[verify][header]") {
       std::uint64_t value;
       errc code;
     };
-    const std::uint64_t pages_end = std::uint64_t{format::load_le<std::uint32_t>(good.data() + header::page_count_offset)} * 512;
-    const std::uint32_t height = format::load_le<std::uint32_t>(good.data() + header::height_offset);
+    const std::uint64_t pages_end =
+        std::uint64_t{format::load_le<std::uint32_t>(good.data() + header::page_count_offset)} *
+        512;
+    const std::uint32_t height =
+        format::load_le<std::uint32_t>(good.data() + header::height_offset);
     REQUIRE(height >= 2);
     const edit edits[] = {
         {"header_size", header::header_size_offset, 4, 513, errc::corrupt_header},
@@ -218,10 +223,13 @@ TEST_CASE("the reader's errors for a bad header", "[verify][header]") {
         {"file_size larger", header::file_size_offset, 8, good.size() + 512, errc::truncated},
         {"file_size smaller", header::file_size_offset, 8, good.size() - 512, errc::trailing_data},
         {"page_count 1", header::page_count_offset, 4, 1, errc::corrupt_header},
-        {"page_count past the file", header::page_count_offset, 4, good.size() / 512 + 1, errc::corrupt_header},
-        {"blob_offset without a blob", header::blob_offset_offset, 8, pages_end, errc::corrupt_header},
+        {"page_count past the file", header::page_count_offset, 4, good.size() / 512 + 1,
+         errc::corrupt_header},
+        {"blob_offset without a blob", header::blob_offset_offset, 8, pages_end,
+         errc::corrupt_header},
         {"blob region past the file", header::blob_length_offset, 8, 4096, errc::corrupt_header},
-        {"metadata region past the file", header::metadata_length_offset, 8, 100, errc::corrupt_header},
+        {"metadata region past the file", header::metadata_length_offset, 8, 100,
+         errc::corrupt_header},
         {"height 0", header::height_offset, 4, 0, errc::corrupt_header},
         {"height 33", header::height_offset, 4, 33, errc::corrupt_header},
         {"height one more", header::height_offset, 4, height + 1, errc::corrupt_header},
@@ -236,7 +244,8 @@ TEST_CASE("the reader's errors for a bad header", "[verify][header]") {
     for (const edit& change : edits) {
       DYNAMIC_SECTION(change.what) {
         std::string file = good;
-        for (std::size_t i = 0; i < change.size; ++i) file[change.offset + i] = static_cast<char>(change.value >> (8 * i));
+        for (std::size_t i = 0; i < change.size; ++i)
+          file[change.offset + i] = static_cast<char>(change.value >> (8 * i));
         rechecksum_header(file);
         require_header_error(file, change.code);
       }
@@ -270,7 +279,8 @@ TEST_CASE("header fields that only verification checks", "[verify][header]") {
   for (const edit& change : edits) {
     DYNAMIC_SECTION(change.what) {
       std::string file = good;
-      for (std::size_t i = 0; i < change.size; ++i) file[change.offset + i] = static_cast<char>(change.value >> (8 * i));
+      for (std::size_t i = 0; i < change.size; ++i)
+        file[change.offset + i] = static_cast<char>(change.value >> (8 * i));
       rechecksum_header(file);
       REQUIRE_FALSE(open_error(file));
       const verify_report report = verify_string(file);
@@ -286,7 +296,8 @@ TEST_CASE("header fields that only verification checks", "[verify][header]") {
     }
   }
   SECTION("page 0 past the header") {
-    std::string file = build_bytes({key_kind::u64, 0, value_kind::u64, 0, 4096}, spaced_u64_model(10));
+    std::string file =
+        build_bytes({key_kind::u64, 0, value_kind::u64, 0, 4096}, spaced_u64_model(10));
     file[700] = 1;
     const verify_report report = verify_string(file);
     INFO(describe(report));
@@ -358,7 +369,8 @@ TEST_CASE("moved pages are named by their page numbers", "[verify]") {
   REQUIRE(leaves > 10);
   SECTION("two leaves swapped") {
     std::string file = good;
-    std::swap_ranges(file.begin() + 3 * page_size, file.begin() + 4 * page_size, file.begin() + 7 * page_size);
+    std::swap_ranges(file.begin() + 3 * page_size, file.begin() + 4 * page_size,
+                     file.begin() + 7 * page_size);
     const verify_report report = verify_string(file);
     INFO(describe(report));
     REQUIRE(has_page_problem(report, 3, "page_number field is 7"));
@@ -377,7 +389,8 @@ TEST_CASE("moved pages are named by their page numbers", "[verify]") {
   }
   SECTION("a page copied over another") {
     std::string file = good;
-    std::copy(file.begin() + 5 * page_size, file.begin() + 6 * page_size, file.begin() + 9 * page_size);
+    std::copy(file.begin() + 5 * page_size, file.begin() + 6 * page_size,
+              file.begin() + 9 * page_size);
     const verify_report report = verify_string(file);
     INFO(describe(report));
     REQUIRE(report.problems[0].page == 9u);
@@ -393,7 +406,8 @@ TEST_CASE("moved pages are named by their page numbers", "[verify]") {
   }
   SECTION("quick verification finds them too") {
     std::string file = good;
-    std::swap_ranges(file.begin() + 3 * page_size, file.begin() + 4 * page_size, file.begin() + 4 * page_size);
+    std::swap_ranges(file.begin() + 3 * page_size, file.begin() + 4 * page_size,
+                     file.begin() + 4 * page_size);
     verify_options quick;
     quick.quick = true;
     const verify_report report = verify_string(file, quick);
@@ -423,13 +437,15 @@ TEST_CASE("damage behind valid checksums", "[verify]") {
     INFO(describe(report));
     REQUIRE(report.problems.size() == 1);
     REQUIRE(has_page_problem(report, 4, "key 2"));
-    REQUIRE(report.problems[0].offset == 4 * page_size + leaf.sections.inline_keys + 2 * leaf.inline_width);
+    REQUIRE(report.problems[0].offset ==
+            4 * page_size + leaf.sections.inline_keys + 2 * leaf.inline_width);
   }
   SECTION("a duplicate key") {
     std::string file = good;
     const detail::page_view leaf = core.page(4, 0);
     char* inline_keys = file.data() + 4 * page_size + leaf.sections.inline_keys;
-    std::memcpy(inline_keys + 6 * leaf.inline_width, inline_keys + 5 * leaf.inline_width, leaf.inline_width);
+    std::memcpy(inline_keys + 6 * leaf.inline_width, inline_keys + 5 * leaf.inline_width,
+                leaf.inline_width);
     rechecksum_page(file, 4);
     REQUIRE(has_page_problem(verify_string(file), 4, "not greater than key 5"));
   }
@@ -446,12 +462,14 @@ TEST_CASE("damage behind valid checksums", "[verify]") {
     std::string file = good;
     const detail::page_view leaf = core.page(page, 0);
     const detail::page_view next = core.page(page + 1, 0);
-    std::memcpy(file.data() + page * page_size + leaf.sections.inline_keys + (leaf.count - 1) * leaf.inline_width,
+    std::memcpy(file.data() + page * page_size + leaf.sections.inline_keys +
+                    (leaf.count - 1) * leaf.inline_width,
                 next.bytes + next.sections.inline_keys, leaf.inline_width);
     rechecksum_page(file, page);
     const verify_report report = verify_string(file);
     INFO(describe(report));
-    REQUIRE(has_page_problem(report, page + 1, fmt::format("not greater than the last key {}", "")));
+    REQUIRE(
+        has_page_problem(report, page + 1, fmt::format("not greater than the last key {}", "")));
     REQUIRE(has_page_problem(report, page + 1, fmt::format("of page {}", page)));
     REQUIRE(has_region_problem(report, verify_region::page, "does not divide"));
   }
@@ -464,10 +482,12 @@ TEST_CASE("damage behind valid checksums", "[verify]") {
     // One more in the last byte of the suffix, which may be followed by
     // zero padding in the inline key.
     const std::uint32_t suffix = 8 - inner.prefix_length;
-    const std::uint64_t one = suffix < inner.inline_width ? std::uint64_t{1} << (8 * (inner.inline_width - suffix)) : 1;
+    const std::uint64_t one =
+        suffix < inner.inline_width ? std::uint64_t{1} << (8 * (inner.inline_width - suffix)) : 1;
     REQUIRE(((separator / one) & 0xFF) < 0xFE);
-    format::store_inline_key(raw(file) + std::uint64_t{level1 + 1} * page_size + inner.sections.inline_keys,
-                             index_in_page, inner.inline_width, separator + one);
+    format::store_inline_key(
+        raw(file) + std::uint64_t{level1 + 1} * page_size + inner.sections.inline_keys,
+        index_in_page, inner.inline_width, separator + one);
     rechecksum_page(file, level1 + 1);
     const verify_report report = verify_string(file);
     INFO(describe(report));
@@ -477,7 +497,8 @@ TEST_CASE("damage behind valid checksums", "[verify]") {
   }
   SECTION("first_rank") {
     std::string file = good;
-    store_field<std::uint64_t>(file, 5 * page_size + page_field::first_rank_offset, core.page(5, 0).header_word + 1);
+    store_field<std::uint64_t>(file, 5 * page_size + page_field::first_rank_offset,
+                               core.page(5, 0).header_word + 1);
     rechecksum_page(file, 5);
     const verify_report report = verify_string(file);
     INFO(describe(report));
@@ -537,8 +558,8 @@ TEST_CASE("damage behind valid checksums", "[verify]") {
     std::string file = good;
     unsigned char* page = raw(file) + 8 * page_size;
     std::memset(page + 12, 0, 4);  // count and prefix_length
-    const format::page_sections empty = format::compute_sections(format::page_kind::leaf, 0, 0, 8, key_kind::u64, 8,
-                                                                 value_kind::u64, 8);
+    const format::page_sections empty = format::compute_sections(
+        format::page_kind::leaf, 0, 0, 8, key_kind::u64, 8, value_kind::u64, 8);
     page[page_field::inline_width_offset] = 8;
     store_field<std::uint32_t>(file, 8 * page_size + page_field::heap_end_offset, empty.heap);
     std::memset(page + empty.heap, 0, page_size - empty.heap);
@@ -550,7 +571,8 @@ TEST_CASE("damage behind valid checksums", "[verify]") {
   }
   SECTION("max_errors stops the report") {
     std::string file = good;
-    for (std::uint32_t page = 1; page <= leaves; ++page) file[page * page_size + page_field::page_number_offset + 3] = 1;
+    for (std::uint32_t page = 1; page <= leaves; ++page)
+      file[page * page_size + page_field::page_number_offset + 3] = 1;
     verify_options options;
     options.max_errors = 7;
     const verify_report report = verify_string(file, options);
@@ -568,7 +590,8 @@ TEST_CASE("byte strings: heap, blob and metadata damage behind valid checksums",
   model entries;
   const std::string long_value(300, 'L');
   for (int i = 0; i < 200; ++i) {
-    entries[fmt::format("key-{:05}", i * 7)] = i % 10 == 3 ? long_value : std::string(static_cast<std::size_t>(i % 9), 'v');
+    entries[fmt::format("key-{:05}", i * 7)] =
+        i % 10 == 3 ? long_value : std::string(static_cast<std::size_t>(i % 9), 'v');
   }
   entries[std::string(200, 'z')] = "a remainder in the blob region";
   const std::string good = build_bytes(kinds, entries, {{"alpha", "1"}, {"beta", "2"}});
@@ -584,9 +607,10 @@ TEST_CASE("byte strings: heap, blob and metadata damage behind valid checksums",
   for (std::uint32_t page = 1; page <= info.leaf_count; ++page) {
     const detail::page_view leaf = core.page(page, 0);
     for (std::uint32_t i = 0; i < leaf.count; ++i) {
-      const std::uint32_t reference =
-          format::load_le<std::uint32_t>(leaf.bytes + leaf.sections.values + i * format::slot_size + 4);
-      if ((reference & format::external_flag) != 0 && core.value_item(leaf, i).bytes == long_value) {
+      const std::uint32_t reference = format::load_le<std::uint32_t>(
+          leaf.bytes + leaf.sections.values + i * format::slot_size + 4);
+      if ((reference & format::external_flag) != 0 &&
+          core.value_item(leaf, i).bytes == long_value) {
         records.emplace_back(page, reference & ~format::external_flag);
       }
     }
@@ -597,18 +621,21 @@ TEST_CASE("byte strings: heap, blob and metadata damage behind valid checksums",
     std::string file = good;
     const auto [first_page, first_record] = records[0];
     const auto [second_page, second_record] = records[1];
-    std::memcpy(file.data() + second_page * page_size + second_record, file.data() + first_page * page_size + first_record, 8);
+    std::memcpy(file.data() + second_page * page_size + second_record,
+                file.data() + first_page * page_size + first_record, 8);
     rechecksum_page(file, second_page);
     const verify_report report = verify_string(file);
     INFO(describe(report));
     REQUIRE(report.problems.size() == 2);
-    REQUIRE((has_page_problem(report, first_page, "overlaps") || has_page_problem(report, second_page, "overlaps")));
+    REQUIRE((has_page_problem(report, first_page, "overlaps") ||
+             has_page_problem(report, second_page, "overlaps")));
     REQUIRE(has_region_problem(report, verify_region::blob, "not referenced"));
   }
   SECTION("a blob byte: the page holding the record") {
     std::string file = good;
     const auto [page, record] = records[2];
-    const std::uint64_t offset = format::load_le<std::uint64_t>(file.data() + page * page_size + record);
+    const std::uint64_t offset =
+        format::load_le<std::uint64_t>(file.data() + page * page_size + record);
     file[info.blob_offset + offset + 17] ^= 4;
     const verify_report report = verify_string(file);
     INFO(describe(report));
@@ -634,8 +661,8 @@ TEST_CASE("byte strings: heap, blob and metadata damage behind valid checksums",
         const std::uint32_t length_b = format::load_le<std::uint32_t>(b);
         const std::uint32_t ref_a = format::load_le<std::uint32_t>(a + 4);
         const std::uint32_t ref_b = format::load_le<std::uint32_t>(b + 4);
-        if (length_a == 0 || length_b == 0 || length_a == length_b || length_a > 64 || length_b > 64 ||
-            ref_b != ref_a + length_a) {
+        if (length_a == 0 || length_b == 0 || length_a == length_b || length_a > 64 ||
+            length_b > 64 || ref_b != ref_a + length_a) {
           continue;
         }
         // a's item then b's item, back to back: store b's first.
@@ -658,14 +685,16 @@ TEST_CASE("byte strings: heap, blob and metadata damage behind valid checksums",
     const std::size_t at = file.find("alpha", info.metadata_offset);
     REQUIRE(at != std::string::npos);
     file[at] = 'c';  // "clpha" > "beta"
-    store_field<std::uint32_t>(file, header::metadata_checksum_offset,
-                               format::crc32c(file.data() + info.metadata_offset, info.metadata_length));
+    store_field<std::uint32_t>(
+        file, header::metadata_checksum_offset,
+        format::crc32c(file.data() + info.metadata_offset, info.metadata_length));
     rechecksum_header(file);
     const verify_report report = verify_string(file);
     INFO(describe(report));
     REQUIRE(report.problems.size() == 1);
     REQUIRE(has_region_problem(report, verify_region::metadata, "not greater"));
-    REQUIRE_THAT(format_problem(report, report.problems[0]), Catch::StartsWith("test.bbt: metadata (offset "));
+    REQUIRE_THAT(format_problem(report, report.problems[0]),
+                 Catch::StartsWith("test.bbt: metadata (offset "));
   }
   SECTION("a metadata byte") {
     std::string file = good;
@@ -674,5 +703,39 @@ TEST_CASE("byte strings: heap, blob and metadata damage behind valid checksums",
     REQUIRE(report.problems.size() == 1);
     REQUIRE(report.problems[0].region == verify_region::metadata);
     REQUIRE_FALSE(report.problems[0].page.has_value());
+  }
+}
+
+TEST_CASE("valid files at the limits verify", "[verify]") {
+  for (const std::uint32_t page_size : {512u, 4096u, 65536u}) {
+    const shape kinds{key_kind::bytes, 0, value_kind::bytes, 0, page_size};
+    DYNAMIC_SECTION("page size " << page_size) {
+      model entries;
+      // Keys of the maximum length, long values, keys that are prefixes of
+      // each other, the empty key, and a long shared prefix.
+      entries[std::string(format::max_key_length, 'a')] = std::string(100000, 'v');
+      entries[std::string(format::max_key_length - 1, 'a') + "b"] = "";
+      entries[std::string(format::max_key_length, '\xff')] = std::string(70000, 'w');
+      entries[""] = "the empty key";
+      std::string key;
+      for (int i = 0; i < 200; ++i) {
+        key += static_cast<char>(i % 3 == 0 ? '\0' : (i % 3 == 1 ? '\xff' : 'k'));
+        entries[key] = std::string(static_cast<std::size_t>(i), 'x');
+      }
+      const std::string shared(300, 's');
+      for (int i = 0; i < 500; ++i) entries[shared + std::to_string(i * 7)] = std::to_string(i);
+      const std::string file = build_bytes(kinds, entries);
+      const verify_report report = verify_string(file);
+      INFO(describe(report));
+      REQUIRE(report.ok());
+      REQUIRE(report.entries == entries.size());
+    }
+  }
+  SECTION("large fixed keys and values") {
+    const shape kinds{key_kind::fixed, 200, value_kind::fixed, 100, 1024};
+    const std::string file = build_bytes(kinds, random_model_of(kinds, 500, 1));
+    const verify_report report = verify_string(file);
+    INFO(describe(report));
+    REQUIRE(report.ok());
   }
 }

@@ -22,10 +22,14 @@ namespace bbtree::test {
 // dozen entries make several leaves, an inner level and blob items.
 inline const std::vector<shape>& verify_shapes() {
   static const std::vector<shape> shapes = {
-      {key_kind::u64, 0, value_kind::u64, 0, 512},    {key_kind::u64, 0, value_kind::none, 0, 512},
-      {key_kind::i64, 0, value_kind::bytes, 0, 512},  {key_kind::fixed, 20, value_kind::fixed, 12, 512},
-      {key_kind::fixed, 3, value_kind::bytes, 0, 512}, {key_kind::bytes, 0, value_kind::bytes, 0, 512},
-      {key_kind::bytes, 0, value_kind::none, 0, 512}, {key_kind::bytes, 0, value_kind::u64, 0, 512},
+      {key_kind::u64, 0, value_kind::u64, 0, 512},
+      {key_kind::u64, 0, value_kind::none, 0, 512},
+      {key_kind::i64, 0, value_kind::bytes, 0, 512},
+      {key_kind::fixed, 20, value_kind::fixed, 12, 512},
+      {key_kind::fixed, 3, value_kind::bytes, 0, 512},
+      {key_kind::bytes, 0, value_kind::bytes, 0, 512},
+      {key_kind::bytes, 0, value_kind::none, 0, 512},
+      {key_kind::bytes, 0, value_kind::u64, 0, 512},
       {key_kind::bytes, 0, value_kind::fixed, 7, 512},
   };
   return shapes;
@@ -57,7 +61,9 @@ inline std::span<const std::byte> as_bytes(const std::string& file) {
   return {reinterpret_cast<const std::byte*>(file.data()), file.size()};
 }
 
-inline unsigned char* raw(std::string& file) { return reinterpret_cast<unsigned char*>(file.data()); }
+inline unsigned char* raw(std::string& file) {
+  return reinterpret_cast<unsigned char*>(file.data());
+}
 
 inline std::uint32_t page_size_of(const std::string& file) {
   return format::load_le<std::uint32_t>(file.data() + format::header::page_size_offset);
@@ -68,11 +74,13 @@ inline std::uint32_t page_size_of(const std::string& file) {
 inline void rechecksum_page(std::string& file, std::uint32_t number) {
   const std::uint32_t page_size = page_size_of(file);
   unsigned char* page = raw(file) + std::uint64_t{number} * page_size;
-  format::store_le<std::uint32_t>(page + format::page::checksum_offset, format::page_checksum(page, page_size));
+  format::store_le<std::uint32_t>(page + format::page::checksum_offset,
+                                  format::page_checksum(page, page_size));
 }
 
 inline void rechecksum_header(std::string& file) {
-  format::store_le<std::uint32_t>(raw(file) + format::header::checksum_offset, format::header_checksum(raw(file)));
+  format::store_le<std::uint32_t>(raw(file) + format::header::checksum_offset,
+                                  format::header_checksum(raw(file)));
 }
 
 template <typename T>
@@ -86,13 +94,15 @@ inline verify_report verify_string(const std::string& file, verify_options optio
 
 inline std::string describe(const verify_report& report) {
   std::string text;
-  for (const verify_problem& problem : report.problems) text += format_problem(report, problem) + "\n";
+  for (const verify_problem& problem : report.problems)
+    text += format_problem(report, problem) + "\n";
   if (report.truncated_list) text += "(list truncated)\n";
   return text.empty() ? "ok\n" : text;
 }
 
 // Whether some problem lies on `page`, and its message contains `text`.
-inline bool has_page_problem(const verify_report& report, std::uint32_t page, std::string_view text = {}) {
+inline bool has_page_problem(const verify_report& report, std::uint32_t page,
+                             std::string_view text = {}) {
   for (const verify_problem& problem : report.problems) {
     if (problem.region == verify_region::page && problem.page == page &&
         problem.message.find(text) != std::string::npos) {
@@ -102,7 +112,8 @@ inline bool has_page_problem(const verify_report& report, std::uint32_t page, st
   return false;
 }
 
-inline bool has_region_problem(const verify_report& report, verify_region region, std::string_view text = {}) {
+inline bool has_region_problem(const verify_report& report, verify_region region,
+                               std::string_view text = {}) {
   for (const verify_problem& problem : report.problems) {
     if (problem.region == region && problem.message.find(text) != std::string::npos) return true;
   }

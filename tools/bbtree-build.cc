@@ -2,6 +2,7 @@
 #include "common.h"
 
 #include <bbtree/import.h>
+#include <bbtree/shards.h>
 
 #include <fmt/format.h>
 
@@ -24,8 +25,11 @@ namespace {
 constexpr std::string_view examples = R"(  bbtree-build words.txt -o words.bbt --value-type none
   bbtree-build --key-type u64 --value-type u64 -o counts.bbt counts.tsv
   sort -k1,1 data.tsv | bbtree-build --sorted -o data.bbt
+  bbtree-build --format bin --memory 256M --tmp-dir /scratch -o big.bbt big.bin
   bbtree-build --format jsonl --key-type i64 -o events.bbt events.jsonl
   bbtree-dump a.bbt | bbtree-build --sorted --key-type u64 --value-type bytes -o b.bbt
+  bbtree-build --key-type u64 --shards 8 -o counts.manifest counts.tsv
+  bbtree-build --sorted --shard-size 1G -o logs.manifest logs.tsv
 )";
 
 constexpr std::string_view exit_statuses = R"(  0  the index was written
@@ -35,50 +39,69 @@ constexpr std::string_view exit_statuses = R"(  0  the index was written
   2  usage error, or OUT exists and --force is not given
   3  an input that cannot be read, an output that cannot be written
 
-Unsorted input is sorted in memory (--memory and --tmp-dir are checked but
-not used yet).  Spelling of keys and values: spec/TEXT-FORMATS.md.
+Without --sorted, input that fits in --memory is sorted in memory; larger
+input is sorted in runs written to unnamed files in --tmp-dir (beside OUT by
+default), then merged into OUT.  Nothing of them remains afterwards, even if
+the build is killed.  Spelling of keys and values: spec/TEXT-FORMATS.md.
+
+--shards N and --shard-size SIZE write a shard set (spec/SHARDS.md): OUT is
+its manifest, and the shards OUT.shard-0000.bbt, ... are written beside it.
+The whole index is built first, in a temporary file beside OUT (as much
+disk space again as the set, while the set is written), and then cut into
+shards: --shards N gives N shards whose entry counts differ by at most one
+(fewer when there are fewer entries), also for --sorted input, since the
+count is known by then; --shard-size starts a new shard once one reaches
+SIZE bytes.  A failed build leaves no shard file and no manifest.
 )";
 
-std::string human_bytes(double bytes) {
-  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  std::size_t unit = 0;
-  while (bytes >= 1024 && unit + 1 < std::size(units)) {
-    bytes /= 1024;
-    ++unit;
-  }
-  return unit == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.1f} {}", bytes, units[unit]);
-}
-
-std::string human_count(double count) {
-  if (count >= 1e9) return fmt::format("{:.2f}G", count / 1e9);
-  if (count >= 1e6) return fmt::format("{:.2f}M", count / 1e6);
-  if (count >= 1e4) return fmt::format("{:.1f}K", count / 1e3);
-  return fmt::format("{:.0f}", count);
-}
-
-// The progress line: redrawn in place on a terminal, a line every few
-// seconds otherwise (--progress into a log).
+// The progress line: reading (with the sorted runs written, if any), then
+// the external sort's merge passes and the writing of the index.
 class progress_display {
  public:
-  using clock = std::chrono::steady_clock;
-
-  explicit progress_display(bool terminal)
-      : terminal_(terminal), start_(clock::now()), last_(start_) {}
-
   void show(const import_progress& progress) {
-    const auto now = clock::now();
-    const auto interval = terminal_ ? std::chrono::milliseconds(250) : std::chrono::seconds(5);
-    if (!progress.reading_done && now - last_ < interval) return;
-    last_ = now;
-    const double seconds = std::chrono::duration<double>(now - start_).count();
+    const bool milestone = progress.reading_done != reading_done_ || progress.phase != phase_ ||
+                           progress.pass != pass_ ||
+                           (progress.total > 0 && progress.done == progress.total);
+    if (!line_.due(milestone)) return;
+    reading_done_ = progress.reading_done;
+    phase_ = progress.phase;
+    pass_ = progress.pass;
+    line_.show(describe(progress));
+  }
+
+  void clear() { line_.clear(); }
+  double elapsed_seconds() const { return line_.elapsed_seconds(); }
+
+ private:
+  std::string describe(const import_progress& progress) const {
+    const auto percent = [&] {
+      return progress.total == 0
+                 ? 100.0
+                 : 100.0 * static_cast<double>(progress.done) / static_cast<double>(progress.total);
+    };
+    switch (progress.phase) {
+      case sort_phase::merging:
+        return fmt::format("merging {} sorted runs, pass {} of {}: {:.0f}%", progress.runs,
+                           progress.pass, progress.passes, percent());
+      case sort_phase::writing:
+        if (progress.runs == 0) {
+          return fmt::format("sorted in memory; writing the index: {:.0f}%", percent());
+        }
+        return fmt::format("writing the index from {} sorted runs: {:.0f}%", progress.runs,
+                           percent());
+      case sort_phase::reading:
+        break;
+    }
+    const double seconds = line_.elapsed_seconds();
     const double entry_rate = seconds > 0 ? static_cast<double>(progress.entries) / seconds : 0;
     const double byte_rate = seconds > 0 ? static_cast<double>(progress.bytes_read) / seconds : 0;
     std::string text = fmt::format("{} entries, {} read, {} entries/s, {}/s",
                                    human_count(static_cast<double>(progress.entries)),
                                    human_bytes(static_cast<double>(progress.bytes_read)),
                                    human_count(entry_rate), human_bytes(byte_rate));
+    if (progress.runs > 0) text += fmt::format(", {} sorted runs", progress.runs);
     if (progress.reading_done) {
-      text += "; writing the index";
+      text += progress.runs > 0 ? "; merging the sorted runs" : "; writing the index";
     } else if (progress.total_bytes > 0 && byte_rate > 0) {
       const double left = static_cast<double>(progress.total_bytes -
                                               std::min(progress.total_bytes, progress.bytes_read));
@@ -88,30 +111,13 @@ class progress_display {
                               static_cast<double>(progress.total_bytes),
                           eta / 60, eta % 60);
     }
-    if (terminal_) {
-      fmt::print(stderr, "\r{}\x1b[K", text);
-      drawn_ = true;
-    } else {
-      fmt::print(stderr, "bbtree-build: {}\n", text);
-    }
-    std::fflush(stderr);
+    return text;
   }
 
-  // Clears the line drawn on the terminal.
-  void clear() {
-    if (drawn_) fmt::print(stderr, "\r\x1b[K");
-    drawn_ = false;
-  }
-
-  double elapsed_seconds() const {
-    return std::chrono::duration<double>(clock::now() - start_).count();
-  }
-
- private:
-  bool terminal_;
-  clock::time_point start_;
-  clock::time_point last_;
-  bool drawn_ = false;
+  status_line line_;
+  bool reading_done_ = false;
+  sort_phase phase_ = sort_phase::reading;
+  std::uint32_t pass_ = 0;
 };
 
 std::pair<std::string, std::string> parse_metadata(const std::string& item) {
@@ -224,12 +230,26 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--metadata", metadata,
                  "KEY=VALUE stored in the file (escapes as in tsv); may be repeated");
-  app.add_option("--memory", memory, "Memory for sorting, e.g. 256M, 2G (not used yet)");
-  app.add_option("--tmp-dir", tmp_dir, "Directory for sort runs (not used yet)");
+  app.add_option("--memory", memory,
+                 fmt::format("Memory for sorting unsorted input, e.g. 256M, 2G; at least 64K "
+                             "(default: 1G, or a quarter of the RAM if less: {} here)",
+                             human_bytes(static_cast<double>(default_sort_memory()))));
+  app.add_option("--tmp-dir", tmp_dir,
+                 "Directory for the sorted runs of input larger than --memory (default: OUT's "
+                 "directory)");
   auto* progress_flag =
       app.add_flag("--progress", progress, "Show progress even when stderr is not a terminal");
   app.add_flag("-q,--quiet", quiet, "No progress and no summary")->excludes(progress_flag);
   app.add_flag("--force", force, "Replace OUT if it exists");
+  std::uint32_t shard_count = 0;
+  std::string shard_size;
+  auto* shards_option =
+      app.add_option("--shards", shard_count,
+                     "Write a shard set of N shards of equal entry counts: OUT is its manifest")
+          ->check(CLI::PositiveNumber);
+  app.add_option("--shard-size", shard_size,
+                 "Write a shard set, starting a new shard when one reaches SIZE bytes (e.g. 1G)")
+      ->excludes(shards_option);
 
   return run(app, argc, argv, [&] {
     build_options options;
@@ -252,7 +272,13 @@ int main(int argc, char** argv) {
                                                 : duplicate_policy::error;
     options.overwrite = force;
     for (const std::string& item : metadata) options.metadata.push_back(parse_metadata(item));
-    if (!memory.empty()) parse_size(memory, "--memory");
+    if (!memory.empty()) {
+      import.memory = parse_size(memory, "--memory");
+      if (import.memory < min_sort_memory) {
+        throw usage_error(fmt::format("--memory {}: the sort needs at least 64K", memory));
+      }
+    }
+    import.temporary_directory = tmp_dir;
     if (!tmp_dir.empty() && !std::filesystem::is_directory(tmp_dir)) {
       throw usage_error(fmt::format("--tmp-dir {}: not a directory", tmp_dir));
     }
@@ -264,10 +290,33 @@ int main(int argc, char** argv) {
     import.sorted = sorted;
 
     const bool show_progress = !quiet && (progress || ::isatty(STDERR_FILENO));
-    progress_display display(::isatty(STDERR_FILENO));
+    progress_display display;
     if (show_progress) {
       import.progress = [&display](const import_progress& p) { display.show(p);
     };
+    }
+    if (shard_count > 0 || !shard_size.empty()) {
+      if (output == "-") {
+        throw usage_error("a shard set is a manifest and files beside it: give -o a path, not -");
+      }
+      shard_split split;
+      split.shards = shard_count;
+      if (!shard_size.empty()) split.shard_size = parse_size(shard_size, "--shard-size");
+      shard_set_summary set;
+      try {
+        set = import_shard_set(inputs, output, options, import, split);
+      } catch (...) {
+        display.clear();
+        throw;
+      }
+      display.clear();
+      if (!quiet) {
+        note(fmt::format("wrote {}: {} entries in {} shard{}, {}, {:.2f} s", output, set.entries,
+                         set.shards, set.shards == 1 ? "" : "s",
+                         human_bytes(static_cast<double>(set.file_size)),
+                         display.elapsed_seconds()));
+      }
+      return static_cast<int>(exit_success);
     }
     std::optional<staging_directory> staging;
     if (output == "-") {

@@ -1,4 +1,5 @@
-// bbtree-query: point lookups, ranges, prefixes and counts on an index file.
+// bbtree-query: point lookups, ranges, prefixes and counts on an index file
+// or a shard set.
 #include "common.h"
 
 #include <fmt/format.h>
@@ -22,14 +23,17 @@ constexpr std::string_view examples = R"(  bbtree-query counts.bbt get 42 43
   bbtree-query words.bbt prefix 'app' --format json
   bbtree-query counts.bbt count --from 100 --to 199
   bbtree-query counts.bbt last
+  bbtree-query data.manifest get 42
 )";
 
 constexpr std::string_view exit_statuses =
     R"(  0  success (range, prefix and count succeed even when nothing is in range)
   1  get: a key was not found; first, last: the file is empty; and any command
-     on a FILE that is not a bbtree file or is damaged (the message says which)
+     on a FILE that is not a bbtree file or is damaged (the message says which),
+     or on a shard set whose manifest is damaged or whose shard differs from
+     the manifest (replaced or rebuilt since)
   2  usage error, including a KEY that is not a key of the file's key type
-  3  FILE cannot be read
+  3  FILE, or a shard that its manifest lists, cannot be read
 
 Keys are written as in tsv (spec/TEXT-FORMATS.md): decimal for u64 and i64,
 hex for fixed:N, escaped text for bytes.  Negative numbers can be given as
@@ -38,6 +42,10 @@ after the command (get -- -x) or after = (--from=-x).  --huge-pages copies the f
 into memory backed by 2 MiB pages (memory_mode::copy_huge_pages): opening
 costs a read of the whole file, and lookups then take fewer TLB misses; worth
 it for long get --stdin runs on large files.
+
+FILE may be a shard manifest (spec/SHARDS.md, bbtree-build --shards,
+bbtree-shards): every command then works on the whole set as on one index,
+across shard borders.
 )";
 
 // How many keys get --stdin looks up at once: enough for the lookups'
@@ -138,7 +146,7 @@ void write_range(entry_writer& out, const entry_range& range, std::uint64_t limi
 
 class lookup {
  public:
-  lookup(const reader& file, entry_writer& out, bool with_keys, bool json)
+  lookup(const sharded_reader& file, entry_writer& out, bool with_keys, bool json)
       : file_(file), out_(out), with_keys_(with_keys), json_(json) {}
 
   void found(std::string_view key, std::string_view value) {
@@ -152,14 +160,14 @@ class lookup {
   }
 
  private:
-  const reader& file_;
+  const sharded_reader& file_;
   entry_writer& out_;
   bool with_keys_;
   bool json_;
 };
 
 // get --stdin: keys one per line, looked up in batches with get_many.
-bool get_from_stdin(const reader& file, entry_writer& out, lookup& answer,
+bool get_from_stdin(const sharded_reader& file, entry_writer& out, lookup& answer,
                     const std::optional<std::string>& missing_marker) {
   const entry_types key_types{file.info().keys, file.info().key_size, value_kind::none, 0};
   const entry_types types = entry_types::of(file.info());
@@ -216,7 +224,7 @@ int main(int argc, char** argv) {
   using namespace bbtree::tools;
 
   CLI::App app{
-      "Queries a bbtree index file: bbtree-query FILE COMMAND [options].\n"
+      "Queries a bbtree index file or shard set: bbtree-query FILE COMMAND [options].\n"
       "Keys are parsed according to the file's key type, as tsv keys are."};
   set_up(app, "bbtree-query", false);
   app.footer(help_footer(examples, exit_statuses));
@@ -224,7 +232,8 @@ int main(int argc, char** argv) {
   app.fallthrough();
 
   query_settings settings;
-  app.add_option("FILE", settings.file, "The index file; - reads it from standard input")
+  app.add_option("FILE", settings.file,
+                 "The index file or shard manifest; - reads an index file from standard input")
       ->required();
   app.add_option("--format", settings.format_name,
                  "Output: tsv (KEY<TAB>VALUE) or json (one object per line, as jsonl)")
@@ -283,7 +292,7 @@ int main(int argc, char** argv) {
       throw usage_error("FILE and --stdin keys cannot both come from standard input");
     }
     const open_index index(settings.file, options);
-    const reader& file = index.reader();
+    const sharded_reader& file = index.index();
     const entry_types types = index.types();
     const bool json = settings.format_name == "json";
     const auto out = stdout_writer(json ? text_format::jsonl : text_format::tsv, types);

@@ -174,9 +174,54 @@ std::uint64_t parse_size(std::string_view text, std::string_view option) {
   return number << shift;
 }
 
+std::string human_bytes(double bytes) {
+  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  std::size_t unit = 0;
+  while (bytes >= 1024 && unit + 1 < std::size(units)) {
+    bytes /= 1024;
+    ++unit;
+  }
+  return unit == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.1f} {}", bytes, units[unit]);
+}
+
+std::string human_count(double count) {
+  if (count >= 1e9) return fmt::format("{:.2f}G", count / 1e9);
+  if (count >= 1e6) return fmt::format("{:.2f}M", count / 1e6);
+  if (count >= 1e4) return fmt::format("{:.1f}K", count / 1e3);
+  return fmt::format("{:.0f}", count);
+}
+
+status_line::status_line()
+    : terminal_(::isatty(STDERR_FILENO) != 0), start_(clock::now()), last_(start_) {}
+
+bool status_line::due(bool milestone) const {
+  const auto interval = terminal_ ? std::chrono::milliseconds(250) : std::chrono::seconds(5);
+  return milestone || clock::now() - last_ >= interval;
+}
+
+void status_line::show(std::string_view text) {
+  last_ = clock::now();
+  if (terminal_) {
+    fmt::print(stderr, "\r{}\x1b[K", text);
+    drawn_ = true;
+  } else {
+    fmt::print(stderr, "{}: {}\n", tool_name, text);
+  }
+  std::fflush(stderr);
+}
+
+void status_line::clear() {
+  if (drawn_) fmt::print(stderr, "\r\x1b[K");
+  drawn_ = false;
+}
+
+double status_line::elapsed_seconds() const {
+  return std::chrono::duration<double>(clock::now() - start_).count();
+}
+
 open_index::open_index(const std::string& path, const open_options& options) {
   if (path != "-") {
-    reader_ = std::make_unique<bbtree::reader>(bbtree::reader::open(path, options));
+    index_ = std::make_unique<sharded_reader>(sharded_reader::open(path, options));
     return;
   }
   // A pipe cannot be mapped: read it all, then read the bytes in place.
@@ -195,8 +240,22 @@ open_index::open_index(const std::string& path, const open_options& options) {
     standard_input_.resize(used + static_cast<std::size_t>(count));
     if (count == 0) break;
   }
-  reader_ = std::make_unique<bbtree::reader>(
-      bbtree::reader::from_memory(std::span<const std::byte>(standard_input_), "<stdin>"));
+  const std::span<const std::byte> bytes(standard_input_);
+  if (is_shard_manifest(bytes)) {
+    throw usage_error(
+        "a shard manifest cannot be read from standard input: its shards are found relative to "
+        "its directory; give its path");
+  }
+  index_ = std::make_unique<sharded_reader>(bbtree::reader::from_memory(bytes, "<stdin>"));
+}
+
+const bbtree::reader& open_index::reader() const {
+  if (index_->is_shard_set()) {
+    throw usage_error(fmt::format("{} is a shard manifest; this reads one index file: give one of its "
+                                  "shards (bbtree-dump --header {} lists them)",
+                                  index_->name(), index_->name()));
+  }
+  return index_->shard(0);
 }
 
 std::unique_ptr<entry_writer> stdout_writer(text_format format, const entry_types& types) {

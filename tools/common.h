@@ -4,10 +4,12 @@
 #pragma once
 
 #include <bbtree/reader.h>
+#include <bbtree/shards.h>
 #include <bbtree/text_format.h>
 
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -56,16 +58,49 @@ int exit_status_for(errc code) noexcept;
 // optional trailing B or iB).  Throws usage_error naming `option`.
 std::uint64_t parse_size(std::string_view text, std::string_view option);
 
-// An index opened for reading; FILE "-" reads standard input into memory.
+// Sizes and counts for progress and summary lines: "97.1 MiB", "1.20M".
+std::string human_bytes(double bytes);
+std::string human_count(double count);
+
+// A progress line on stderr: redrawn in place on a terminal, printed as a
+// line of its own every few seconds otherwise (--progress into a log).
+class status_line {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  status_line();
+  // Whether show() is worth calling now: a quarter of a second since the
+  // last line on a terminal, five seconds elsewhere, or a `milestone` (a
+  // new phase) at once.
+  bool due(bool milestone) const;
+  void show(std::string_view text);
+  // Clears the line drawn on the terminal.
+  void clear();
+  double elapsed_seconds() const;
+
+ private:
+  bool terminal_;
+  clock::time_point start_;
+  clock::time_point last_;
+  bool drawn_ = false;
+};
+
+// An index opened for reading: an index file or a shard manifest
+// (shards.h); FILE "-" reads an index file from standard input into memory.
 class open_index {
  public:
   open_index(const std::string& path, const open_options& options);
-  const bbtree::reader& reader() const noexcept { return *reader_; }
-  entry_types types() const noexcept { return entry_types::of(reader_->info()); }
+  // The index, whether one file or a shard set: every query.
+  const sharded_reader& index() const noexcept { return *index_; }
+  // The one index file, for what reads a file's pages and header.  Throws
+  // usage_error for a shard manifest.
+  const bbtree::reader& reader() const;
+  bool is_shard_set() const noexcept { return index_->is_shard_set(); }
+  entry_types types() const noexcept { return entry_types::of(index_->info()); }
 
  private:
   std::vector<std::byte> standard_input_;
-  std::unique_ptr<bbtree::reader> reader_;
+  std::unique_ptr<sharded_reader> index_;
 };
 
 // Standard output through an entry_writer.

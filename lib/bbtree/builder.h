@@ -80,6 +80,11 @@ class builder {
   void abort() noexcept;
 
   std::uint64_t entries_added() const noexcept;
+  // The size the file has reached: the header page, every page closed so
+  // far at any level, and the blob region.  finish() adds the open pages
+  // (one per level) and the metadata.  For cutting output into files of a
+  // given size (shards.h).
+  std::uint64_t bytes_written() const noexcept;
   const std::filesystem::path& destination() const noexcept;
 
   class impl;

@@ -88,7 +88,8 @@ struct bound {
 
 namespace detail {
 class reader_core;
-}
+class shard_set;
+}  // namespace detail
 
 struct entry_view {
   std::string_view key;
@@ -105,6 +106,11 @@ struct entry {
 // A position in the index: an entry, or the end.  Bidirectional; moving
 // past either end is undefined only in the sense of the standard iterator
 // rules: it is checked and leaves the cursor at end().
+//
+// A cursor of a shard set (shards.h) is the same type: it moves from the
+// last entry of one shard to the first of the next and back, and its rank
+// counts the entries of the shards before its own.  Crossing costs one
+// branch when a cursor reaches the end of its file, nothing before.
 class cursor {
  public:
   using iterator_category = std::bidirectional_iterator_tag;
@@ -137,17 +143,35 @@ class cursor {
     return before;
   }
   friend bool operator==(const cursor& a, const cursor& b) noexcept {
-    return a.leaf_ == b.leaf_ && a.index_ == b.index_;
+    return a.core_ == b.core_ && a.leaf_ == b.leaf_ && a.index_ == b.index_;
   }
 
  private:
   friend class detail::reader_core;
+  friend class detail::shard_set;
   cursor(const detail::reader_core* core, std::uint32_t leaf, std::uint32_t index)
       : core_(core), leaf_(leaf), index_(index) {}
+  cursor(const detail::reader_core* core, std::uint32_t leaf, std::uint32_t index,
+         const detail::shard_set* set, std::uint32_t shard)
+      : core_(core), leaf_(leaf), index_(index), set_(set), shard_(shard) {}
 
-  const detail::reader_core* core_ = nullptr;
+  // At the end of a shard that is not the set's last: moves to the next
+  // shard's first entry (lib/src/shards.cc).
+  void enter_next_shard();
+  // Moved before the first entry of its shard: moves to the previous
+  // shard's last entry, or to the set's end from the first shard.
+  void enter_previous_shard();
+  // The entries in the shards before this cursor's.
+  std::uint64_t entries_before_shard() const noexcept;
+
+  const detail::reader_core* core_ = nullptr;  // the file; in a set, the shard's
   std::uint32_t leaf_ = 0;   // leaf page number; one past the last leaf at the end
   std::uint32_t index_ = 0;  // entry within the leaf; 0 at the end
+  // The shard set the cursor moves through, or null for a single file.
+  // The set's end is the end of its last shard; a cursor never rests at the
+  // end of another shard.
+  const detail::shard_set* set_ = nullptr;
+  std::uint32_t shard_ = 0;
   mutable std::string key_buffer_;
 };
 

@@ -22,6 +22,9 @@
 //   if (auto value = index.get(42)) use(*value);
 //   for (auto [key, value] : index.range(bbtree::from(10), bbtree::before(20))) ...
 //
+// The third parameter is the index read: reader by default, or
+// sharded_reader for a shard set (shards.h: typed_shard_set).
+//
 // Thread safety: as reader; an iterator is used by one thread at a time.
 #pragma once
 
@@ -180,7 +183,7 @@ typed_bound<Key> before(Key key) {
   return {bound::kind::exclusive, key};
 }
 
-template <typename Key, typename Value = std::string_view>
+template <typename Key, typename Value = std::string_view, typename Index = reader>
 class typed_index {
   using key_traits = detail::key_traits<Key>;
   using value_traits = detail::value_traits<Value>;
@@ -240,17 +243,17 @@ class typed_index {
     iterator last_;
   };
 
-  explicit typed_index(reader index) : index_(std::move(index)) {
+  explicit typed_index(Index index) : index_(std::move(index)) {
     if (!key_traits::matches(index_.info()) || !value_traits::matches(index_.info())) {
       throw error(errc::type_mismatch, index_.name() + ": the file's key or value kind differs from the view's types");
     }
   }
 
   static typed_index open(const std::filesystem::path& path, const open_options& options = {}) {
-    return typed_index(reader::open(path, options));
+    return typed_index(Index::open(path, options));
   }
 
-  const reader& raw() const noexcept { return index_; }
+  const Index& raw() const noexcept { return index_; }
   std::uint64_t size() const noexcept { return index_.size(); }
   bool empty() const noexcept { return index_.empty(); }
 
@@ -317,7 +320,7 @@ class typed_index {
   }
 
  private:
-  reader index_;
+  Index index_;
 };
 
 }  // namespace bbtree

@@ -418,6 +418,11 @@ class builder::impl {
   }
 
   std::uint64_t entries_added() const noexcept { return accepted_ + (has_pending_ ? 1 : 0); }
+  std::uint64_t bytes_written() const noexcept {
+    std::uint64_t pages = 1;  // the header
+    for (const std::uint32_t count : level_page_counts_) pages += count;
+    return pages * options_.page_size + blob_.length;
+  }
   const fs::path& destination() const noexcept { return staged_.destination(); }
 
  private:
@@ -756,6 +761,7 @@ void builder::abort() noexcept {
   if (impl_) impl_->abort();
 }
 std::uint64_t builder::entries_added() const noexcept { return impl_->entries_added(); }
+std::uint64_t builder::bytes_written() const noexcept { return impl_->bytes_written(); }
 const fs::path& builder::destination() const noexcept { return impl_->destination(); }
 
 }  // namespace bbtree

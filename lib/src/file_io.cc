@@ -132,13 +132,31 @@ std::string temporary_name_prefix(const fs::path& destination) {
   return prefix;
 }
 
+namespace {
+// The fallback names of create_anonymous_file: the prefix, the pid, "-".
+constexpr std::string_view scratch_name_prefix = ".bbtree-scratch-";
+}  // namespace
+
+void remove_stale_scratch_files(const fs::path& directory) noexcept {
+  std::error_code ignored;
+  for (const auto& item : fs::directory_iterator(directory, ignored)) {
+    const std::string name = item.path().filename().string();
+    if (!name.starts_with(scratch_name_prefix)) continue;
+    const long pid = std::strtol(name.c_str() + scratch_name_prefix.size(), nullptr, 10);
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+      fs::remove(item.path(), ignored);
+    }
+  }
+}
+
 file_descriptor create_anonymous_file(const fs::path& directory) {
   int fd = ::open(directory.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
   if (fd >= 0) return file_descriptor(fd);
   if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
     throw_errno("cannot create a temporary file in", directory);
   }
-  const fs::path path = directory / (".bbtree-scratch-" + std::to_string(::getpid()) + "-" + random_suffix());
+  const fs::path path = directory / (std::string(scratch_name_prefix) + std::to_string(::getpid()) +
+                                     "-" + random_suffix());
   fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) throw_errno("cannot create a temporary file in", directory);
   ::unlink(path.c_str());

@@ -62,6 +62,11 @@ void append_file(int target, const std::filesystem::path& target_path, int sourc
 // behind if the process dies.
 file_descriptor create_anonymous_file(const std::filesystem::path& directory);
 
+// Removes the named scratch files that create_anonymous_file's fallback
+// left in `directory` when its process died between creating and unlinking
+// one (whose process is gone).  Never throws.
+void remove_stale_scratch_files(const std::filesystem::path& directory) noexcept;
+
 // The file a build writes before publishing it.  It is created unnamed where
 // the file system allows; publish() gives it the destination's name
 // atomically.  If the object is destroyed unpublished, nothing remains.

@@ -5,7 +5,6 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -115,6 +114,8 @@ void add_entry(Builder& builder, const entry_view& entry, const entry_reader& re
     builder.add(entry.key, entry.value);
   } catch (const input_error&) {
     throw;
+  } catch (const duplicate_key_error&) {
+    throw;  // found by the sort, in some other line: see blame_duplicate
   } catch (const error& e) {
     if (e.code() == errc::io_error) throw;
     throw input_error(e.code(), reader.position() + ": " + e.what());
@@ -179,26 +180,30 @@ class importer {
 
   build_summary build_unsorted(const fs::path& destination) {
     check_destination(destination, options_.overwrite);
-    std::optional<error> duplicate;
+    std::optional<std::string> duplicate;
     {
-      sorting_builder out(destination, options_);
-      for (std::size_t input = 0; input < inputs_.size(); ++input) {
-        entry_reader reader = open_reader(input);
-        while (const auto entry = reader.next()) {
-          add_entry(out, *entry, reader);
-          count(reader);
-        }
-        finish_input(input, reader);
-      }
-      report_done();
+      sort_options sort;
+      sort.memory = import_.memory != 0 ? import_.memory : default_sort_memory();
+      sort.temporary_directory = import_.temporary_directory;
+      sort.progress = [this](const sort_progress& step) { follow_sort(step); };
+      external_sorting_builder out(destination, options_, std::move(sort));
       try {
+        for (std::size_t input = 0; input < inputs_.size(); ++input) {
+          entry_reader reader = open_reader(input);
+          while (const auto entry = reader.next()) {
+            add_entry(out, *entry, reader);
+            count(reader);
+          }
+          finish_input(input, reader);
+        }
+        report_done();
         return out.finish();
-      } catch (const error& e) {
-        if (e.code() != errc::duplicate_key) throw;
-        duplicate = e;
+      } catch (const duplicate_key_error& found) {
+        duplicate = found.key();
       }
     }
-    // The sorter's memory is free again before the inputs are read twice.
+    // The sort's memory and files are free again before the inputs are
+    // read twice.
     blame_duplicate(*duplicate);
   }
 
@@ -220,15 +225,29 @@ class importer {
     inputs_[input].close();
   }
 
+  // Reading is reported by count(); the sort adds its runs to that, and
+  // reports merging and writing itself.
+  void follow_sort(const sort_progress& step) {
+    progress_.runs = step.runs;
+    if (step.phase == sort_phase::reading) return;
+    progress_.phase = step.phase;
+    progress_.pass = step.pass;
+    progress_.passes = step.passes;
+    progress_.done = step.done;
+    progress_.total = step.total;
+    if (import_.progress) import_.progress(progress_);
+  }
+
   void report_done() {
     progress_.bytes_read = bytes_before_;
     progress_.reading_done = true;
     if (import_.progress) import_.progress(progress_);
   }
 
-  // The sorter found equal keys but knows no lines: read the inputs again,
-  // if they can be, to name the line of the first repeated key.
-  [[noreturn]] void blame_duplicate(const error& found) {
+  // The sort found equal keys but knows no lines: read the inputs again,
+  // if they can be, to name the first two lines that give the key.  One key
+  // is looked for, so this takes no memory however large the input.
+  [[noreturn]] void blame_duplicate(const std::string& key) {
     std::string names;
     bool rereadable = true;
     for (const input_file& input : inputs_) {
@@ -237,30 +256,25 @@ class importer {
       rereadable = rereadable && input.rereadable();
     }
     if (rereadable) {
-      std::unordered_map<std::string, std::pair<std::size_t, std::uint64_t>> seen;
+      std::optional<std::pair<std::size_t, std::uint64_t>> first;
       for (std::size_t input = 0; input < inputs_.size(); ++input) {
         entry_reader reader = open_reader(input);
         while (const auto entry = reader.next()) {
-          const auto [place, added] =
-              seen.try_emplace(std::string(entry->key), input, reader.line());
-          if (!added) {
-            throw input_error(
-                errc::duplicate_key,
-                fmt::format("{}: duplicate key {} (first at {}:{})", reader.position(),
-                            quoted_key(entry->key, types_), inputs_[place->second.first].name(),
-                            place->second.second));
+          if (entry->key != key) continue;
+          if (!first) {
+            first.emplace(input, reader.line());
+            continue;
           }
+          throw input_error(
+              errc::duplicate_key,
+              fmt::format("{}: duplicate key {} (first at {}:{})", reader.position(),
+                          quoted_key(key, types_), inputs_[first->first].name(), first->second));
         }
+        inputs_[input].close();
       }
     }
-    // The builder's message counts entries in sorted order, which means
-    // nothing to the reader of the input; keep only what follows.
-    std::string_view what = found.what();
-    if (what.starts_with("entry ")) {
-      const std::size_t colon = what.find(": ");
-      if (colon != std::string_view::npos) what.remove_prefix(colon + 2);
-    }
-    throw input_error(errc::duplicate_key, fmt::format("{}: {}", names, what));
+    throw input_error(errc::duplicate_key,
+                      fmt::format("{}: duplicate key {}", names, quoted_key(key, types_)));
   }
 
   const build_options& options_;

@@ -71,8 +71,10 @@ std::string show_value(std::string_view value, const entry_types& types) {
 
 const char* kind_name(page_kind kind) {
   switch (kind) {
-    case page_kind::leaf: return "leaf";
-    case page_kind::inner: return "inner";
+    case page_kind::leaf:
+      return "leaf";
+    case page_kind::inner:
+      return "inner";
   }
   return "?";
 }
@@ -106,8 +108,10 @@ class length_histogram {
       if (buckets_[bucket] == 0) continue;
       const std::uint64_t low = bucket == 0 ? 0 : std::uint64_t{1} << (bucket - 1);
       const std::uint64_t high = bucket == 0 ? 0 : (std::uint64_t{1} << (bucket - 1)) * 2 - 1;
-      const std::string range = low == high ? fmt::format("{}", low) : fmt::format("{}-{}", low, high);
-      fmt::format_to(std::back_inserter(text), "{}.{}: {} ({:.1f}%)\n", name, range, buckets_[bucket],
+      const std::string range =
+          low == high ? fmt::format("{}", low) : fmt::format("{}-{}", low, high);
+      fmt::format_to(std::back_inserter(text), "{}.{}: {} ({:.1f}%)\n", name, range,
+                     buckets_[bucket],
                      100.0 * static_cast<double>(buckets_[bucket]) / static_cast<double>(count_));
     }
   }
@@ -148,7 +152,8 @@ void write_stats(const reader& file, std::ostream& out) {
 
   for (std::uint32_t level = 0; level < info.height; ++level) {
     level_totals& totals = levels[level];
-    for (std::uint32_t number = core.level_first_page(level); number < core.level_end_page(level); ++number) {
+    for (std::uint32_t number = core.level_first_page(level); number < core.level_end_page(level);
+         ++number) {
       ++totals.pages;
       try {
         const page_view page = core.page(number, static_cast<int>(level));
@@ -192,9 +197,10 @@ void write_stats(const reader& file, std::ostream& out) {
   field("value_type", value_type_name(types));
   field("entries", info.entries);
   field("file_size", info.file_size);
-  field("bytes_per_entry",
-        info.entries == 0 ? std::string("-")
-                          : fmt::format("{:.2f}", static_cast<double>(info.file_size) / static_cast<double>(info.entries)));
+  field("bytes_per_entry", info.entries == 0
+                               ? std::string("-")
+                               : fmt::format("{:.2f}", static_cast<double>(info.file_size) /
+                                                           static_cast<double>(info.entries)));
   field("page_size", info.page_size);
   field("height", info.height);
   field("pages", fmt::format("{} (header 1, leaves {}, inner {})", info.page_count, info.leaf_count,
@@ -203,18 +209,21 @@ void write_stats(const reader& file, std::ostream& out) {
     const level_totals& totals = levels[level];
     const std::uint64_t readable = totals.pages - totals.damaged;
     const std::string name = fmt::format("level.{}", level);
-    field(name + ".pages", fmt::format("{} (first page {})", totals.pages, core.level_first_page(level)));
+    field(name + ".pages",
+          fmt::format("{} (first page {})", totals.pages, core.level_first_page(level)));
     field(name + (level == 0 ? ".entries" : ".separators"), totals.keys);
     if (readable > 0) {
-      field(name + ".keys_per_page", fmt::format("{:.1f}", static_cast<double>(totals.keys) / readable));
-      field(name + ".fill",
-            fmt::format("mean {:.1f}%, min {:.1f}%, max {:.1f}%",
-                        100.0 * static_cast<double>(totals.used_bytes) / (static_cast<double>(readable) * info.page_size),
-                        100.0 * totals.min_fill, 100.0 * totals.max_fill));
+      field(name + ".keys_per_page",
+            fmt::format("{:.1f}", static_cast<double>(totals.keys) / readable));
+      field(name + ".fill", fmt::format("mean {:.1f}%, min {:.1f}%, max {:.1f}%",
+                                        100.0 * static_cast<double>(totals.used_bytes) /
+                                            (static_cast<double>(readable) * info.page_size),
+                                        100.0 * totals.min_fill, 100.0 * totals.max_fill));
     }
     if (totals.damaged > 0) field(name + ".damaged_pages", totals.damaged);
   }
-  for (const auto& [width, pages] : inline_widths) field(fmt::format("inline_width.{}", width), fmt::format("{} pages", pages));
+  for (const auto& [width, pages] : inline_widths)
+    field(fmt::format("inline_width.{}", width), fmt::format("{} pages", pages));
   for (const auto& [length, pages] : prefix_lengths) {
     field(fmt::format("prefix_length.{}", length), fmt::format("{} pages", pages));
   }
@@ -224,31 +233,38 @@ void write_stats(const reader& file, std::ostream& out) {
   field("blob_values", fmt::format("{} ({} bytes)", external_values, external_value_bytes));
   field("blob_key_remainders", fmt::format("{} ({} bytes)", external_keys, external_key_bytes));
   field("metadata_bytes", info.metadata_length);
-  if (damaged_pages > 0) field("damaged_pages", fmt::format("{} (run bbtree-verify)", damaged_pages));
+  if (damaged_pages > 0)
+    field("damaged_pages", fmt::format("{} (run bbtree-verify)", damaged_pages));
   out << text;
 }
 
 void write_pages(const reader& file, std::ostream& out) {
   const reader_core& core = file.core();
   const file_info& info = core.info();
-  std::string text = fmt::format("{:>8} {:>12} {:<5} {:>5} {:>5} {:>6} {:>5} {:>8} {:>6} {:>12}  {}\n", "page",
-                                 "offset", "kind", "level", "count", "prefix", "width", "heap_end", "fill",
-                                 "rank/child", "prefix bytes");
-  fmt::format_to(std::back_inserter(text), "{:>8} {:>12} {:<5}  (the file header: bbtree-dump --header)\n", 0, 0,
-                 "head");
+  std::string text =
+      fmt::format("{:>8} {:>12} {:<5} {:>5} {:>5} {:>6} {:>5} {:>8} {:>6} {:>12}  {}\n", "page",
+                  "offset", "kind", "level", "count", "prefix", "width", "heap_end", "fill",
+                  "rank/child", "prefix bytes");
+  fmt::format_to(std::back_inserter(text),
+                 "{:>8} {:>12} {:<5}  (the file header: bbtree-dump --header)\n", 0, 0, "head");
   for (std::uint32_t number = 1; number < info.page_count; ++number) {
     const std::uint64_t offset = std::uint64_t{number} * info.page_size;
     const std::uint32_t level = level_of(core, number);
     try {
       const page_view page = core.page(number, static_cast<int>(level));
       const std::uint64_t header_word =
-          page.kind == page_kind::leaf ? page.header_word : load_le<std::uint32_t>(page.bytes + page_field::first_child_offset);
-      fmt::format_to(std::back_inserter(text), "{:>8} {:>12} {:<5} {:>5} {:>5} {:>6} {:>5} {:>8} {:>5.1f}% {:>12}  {}\n",
-                     number, offset, kind_name(page.kind), page.level, page.count, page.prefix_length,
-                     page.inline_width, page.heap_end, 100.0 * page.heap_end / info.page_size, header_word,
+          page.kind == page_kind::leaf
+              ? page.header_word
+              : load_le<std::uint32_t>(page.bytes + page_field::first_child_offset);
+      fmt::format_to(std::back_inserter(text),
+                     "{:>8} {:>12} {:<5} {:>5} {:>5} {:>6} {:>5} {:>8} {:>5.1f}% {:>12}  {}\n",
+                     number, offset, kind_name(page.kind), page.level, page.count,
+                     page.prefix_length, page.inline_width, page.heap_end,
+                     100.0 * page.heap_end / info.page_size, header_word,
                      show_bytes(page.prefix(), info.keys));
     } catch (const error& e) {
-      fmt::format_to(std::back_inserter(text), "{:>8} {:>12} damaged: {}\n", number, offset, e.what());
+      fmt::format_to(std::back_inserter(text), "{:>8} {:>12} damaged: {}\n", number, offset,
+                     e.what());
     }
   }
   out << text;
@@ -259,7 +275,8 @@ void write_page(const reader& file, std::uint32_t number, std::ostream& out) {
   const file_info& info = core.info();
   if (number >= info.page_count) {
     throw error(errc::invalid_argument,
-                fmt::format("{}: there is no page {}: the file has pages 0 to {}", core.name(), number, info.page_count - 1));
+                fmt::format("{}: there is no page {}: the file has pages 0 to {}", core.name(),
+                            number, info.page_count - 1));
   }
   if (number == 0) {
     write_header(file, out);
@@ -277,7 +294,8 @@ void write_page(const reader& file, std::uint32_t number, std::ostream& out) {
   field("page", number);
   field("offset", offset);
   field("level_table_level", level);
-  field("checksum", fmt::format("0x{:08x} (computed 0x{:08x})", load_le<std::uint32_t>(p + page_field::checksum_offset),
+  field("checksum", fmt::format("0x{:08x} (computed 0x{:08x})",
+                                load_le<std::uint32_t>(p + page_field::checksum_offset),
                                 format::page_checksum(p, info.page_size)));
   field("page_number", load_le<std::uint32_t>(p + page_field::page_number_offset));
   field("kind", fmt::format("{} ({})", p[page_field::kind_offset],
@@ -298,31 +316,33 @@ void write_page(const reader& file, std::uint32_t number, std::ostream& out) {
   try {
     const page_view page = core.page(number, static_cast<int>(level));
     const format::page_sections& s = page.sections;
-    field("sections", fmt::format("prefix {}, inline_keys {}, key_data {}, values {}, heap {}, tail_width {}",
-                                  s.prefix, s.inline_keys, s.key_data, s.values, s.heap, s.tail_width));
+    field("sections",
+          fmt::format("prefix {}, inline_keys {}, key_data {}, values {}, heap {}, tail_width {}",
+                      s.prefix, s.inline_keys, s.key_data, s.values, s.heap, s.tail_width));
     field("prefix", show_bytes(page.prefix(), info.keys));
     field("fill", fmt::format("{:.1f}%", 100.0 * page.heap_end / info.page_size));
     std::string key;
     const bool leaf = page.kind == page_kind::leaf;
     if (!leaf) {
       const std::uint32_t first_child = load_le<std::uint32_t>(p + page_field::first_child_offset);
-      field("child.0", fmt::format("page {}", std::uint64_t{core.level_first_page(level - 1)} + first_child));
+      field("child.0",
+            fmt::format("page {}", std::uint64_t{core.level_first_page(level - 1)} + first_child));
     }
     for (std::uint32_t i = 0; i < page.count; ++i) {
       key.clear();
-      std::string line = fmt::format("{}.{}: inline 0x{:0{}x}", leaf ? "entry" : "separator", i, page.inline_key(i),
-                                     2 * page.inline_width);
+      std::string line = fmt::format("{}.{}: inline 0x{:0{}x}", leaf ? "entry" : "separator", i,
+                                     page.inline_key(i), 2 * page.inline_width);
       try {
         core.append_key(page, i, key);
         fmt::format_to(std::back_inserter(line), ", key {}", show_key(key, types));
         if (info.keys == key_kind::bytes) {
           const unsigned char* slot = page.bytes + s.key_data + i * format::slot_size;
-          fmt::format_to(std::back_inserter(line), ", key slot ({}, 0x{:08x})", load_le<std::uint32_t>(slot),
-                         load_le<std::uint32_t>(slot + 4));
+          fmt::format_to(std::back_inserter(line), ", key slot ({}, 0x{:08x})",
+                         load_le<std::uint32_t>(slot), load_le<std::uint32_t>(slot + 4));
           const detail::item_view remainder = core.key_remainder(page, i);
           if (remainder.external) {
-            fmt::format_to(std::back_inserter(line), " -> blob offset {}, crc 0x{:08x}", remainder.blob_offset,
-                           remainder.stored_checksum);
+            fmt::format_to(std::back_inserter(line), " -> blob offset {}, crc 0x{:08x}",
+                           remainder.blob_offset, remainder.stored_checksum);
           }
         }
         if (leaf && info.values != value_kind::none) {
@@ -330,16 +350,17 @@ void write_page(const reader& file, std::uint32_t number, std::ostream& out) {
           fmt::format_to(std::back_inserter(line), ", value {}", show_value(value.bytes, types));
           if (info.values == value_kind::bytes) {
             const unsigned char* slot = page.bytes + s.values + i * format::slot_size;
-            fmt::format_to(std::back_inserter(line), ", value slot ({}, 0x{:08x})", load_le<std::uint32_t>(slot),
-                           load_le<std::uint32_t>(slot + 4));
+            fmt::format_to(std::back_inserter(line), ", value slot ({}, 0x{:08x})",
+                           load_le<std::uint32_t>(slot), load_le<std::uint32_t>(slot + 4));
             if (value.external) {
-              fmt::format_to(std::back_inserter(line), " -> blob offset {}, crc 0x{:08x}", value.blob_offset,
-                             value.stored_checksum);
+              fmt::format_to(std::back_inserter(line), " -> blob offset {}, crc 0x{:08x}",
+                             value.blob_offset, value.stored_checksum);
             }
           }
         }
         if (!leaf) {
-          const std::uint32_t first_child = load_le<std::uint32_t>(p + page_field::first_child_offset);
+          const std::uint32_t first_child =
+              load_le<std::uint32_t>(p + page_field::first_child_offset);
           fmt::format_to(std::back_inserter(line), ", then child.{}: page {}", i + 1,
                          std::uint64_t{core.level_first_page(level - 1)} + first_child + i + 1);
         }

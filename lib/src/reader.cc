@@ -214,17 +214,15 @@ bool before(reader_core::position a, reader_core::position b) {
   return a.leaf < b.leaf || (a.leaf == b.leaf && a.index < b.index);
 }
 
-// The smallest byte string greater than every string that starts with
-// `prefix`, or nothing when there is none (prefix empty or all 0xFF).
-std::optional<std::string> prefix_successor(std::string_view prefix) {
+}  // namespace
+
+std::optional<std::string> detail::prefix_successor(std::string_view prefix) {
   std::string successor(prefix);
   while (!successor.empty() && static_cast<unsigned char>(successor.back()) == 0xFF) successor.pop_back();
   if (successor.empty()) return std::nullopt;
   successor.back() = static_cast<char>(static_cast<unsigned char>(successor.back()) + 1);
   return successor;
 }
-
-}  // namespace
 
 entry_range reader::range(bound from, bound to) const {
   const auto first = start_of(*core_, from);
@@ -234,7 +232,7 @@ entry_range reader::range(bound from, bound to) const {
 }
 
 entry_range reader::prefix(std::string_view prefix) const {
-  const std::optional<std::string> successor = prefix_successor(prefix);
+  const std::optional<std::string> successor = detail::prefix_successor(prefix);
   return range(bound::inclusive(prefix), successor ? bound::exclusive(*successor) : bound::none());
 }
 
@@ -313,7 +311,8 @@ std::string_view cursor::value() const {
 std::uint64_t cursor::rank() const noexcept {
   if (core_ == nullptr) return 0;
   try {
-    return core_->rank_of({leaf_, index_});
+    const std::uint64_t in_file = core_->rank_of({leaf_, index_});
+    return set_ == nullptr ? in_file : entries_before_shard() + in_file;
   } catch (const error&) {
     return 0;
   }
@@ -324,6 +323,7 @@ cursor& cursor::operator++() {
   const auto next = core_->next({leaf_, index_});
   leaf_ = next.leaf;
   index_ = next.index;
+  if (set_ != nullptr && leaf_ >= core_->end_leaf()) [[unlikely]] enter_next_shard();
   return *this;
 }
 
@@ -332,6 +332,7 @@ cursor& cursor::operator--() {
   const auto previous = core_->previous({leaf_, index_});
   leaf_ = previous.leaf;
   index_ = previous.index;
+  if (set_ != nullptr && leaf_ >= core_->end_leaf()) [[unlikely]] enter_previous_shard();
   return *this;
 }
 

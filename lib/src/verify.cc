@@ -108,9 +108,11 @@ std::uint32_t first_unordered_inline(const unsigned char* array, std::uint32_t c
 // First index whose inline key has a nonzero bit under `mask` (the bytes
 // past a suffix shorter than the inline width), or count.
 template <typename Word>
-std::uint32_t first_masked_inline(const unsigned char* array, std::uint32_t count, Word mask) noexcept {
+std::uint32_t first_masked_inline(const unsigned char* array, std::uint32_t count,
+                                  Word mask) noexcept {
   Word seen = 0;
-  for (std::uint32_t i = 0; i < count; ++i) seen |= load_be<Word>(array + std::size_t{i} * sizeof(Word));
+  for (std::uint32_t i = 0; i < count; ++i)
+    seen |= load_be<Word>(array + std::size_t{i} * sizeof(Word));
   if ((seen & mask) == 0) return count;
   for (std::uint32_t i = 0; i < count; ++i) {
     if (load_be<Word>(array + std::size_t{i} * sizeof(Word)) & mask) return i;
@@ -131,8 +133,8 @@ struct checked_page {
   std::uint32_t heap_end = 0;
   std::uint64_t header_word = 0;  // first_rank (leaf) or first_child (inner)
   page_sections sections;
-  bool decodable = false;   // sections lie in the page
-  bool keys_usable = false; // every key's parts lie in bounds
+  bool decodable = false;    // sections lie in the page
+  bool keys_usable = false;  // every key's parts lie in bounds
 };
 
 // A key's bytes past its inline key: a fixed key's tail, or a byte-string
@@ -141,6 +143,18 @@ struct key_rest {
   const unsigned char* data = nullptr;
   std::uint32_t length = 0;
 };
+
+// Which item a slot describes, named in messages only: formatting the
+// name for every slot would cost more than checking it.
+struct item_name {
+  bool is_key;
+  std::uint32_t index;
+};
+
+std::string describe(item_name name) {
+  return name.is_key ? fmt::format("the remainder of key {}", name.index)
+                     : fmt::format("the value of entry {}", name.index);
+}
 
 struct blob_item {
   std::uint64_t offset;  // in the blob region
@@ -154,8 +168,8 @@ struct blob_item {
 struct boundary_separator {
   std::uint64_t arena_offset = 0;
   std::uint32_t length = 0;
-  std::uint32_t page = 0;  // 0: none recorded
-  std::uint32_t index = 0; // the separator's index in its page
+  std::uint32_t page = 0;   // 0: none recorded
+  std::uint32_t index = 0;  // the separator's index in its page
 };
 
 // A chain of header fields that each page continues from the one before
@@ -254,16 +268,26 @@ class verifier {
         if (message.rfind(": ", 0) == 0) message.erase(0, 2);  // the empty name
         std::uint64_t offset = 0;
         switch (failure.code()) {
-          case errc::truncated: offset = size_; break;
-          case errc::newer_version: offset = header::major_offset; break;
-          case errc::unsupported_feature: offset = header::required_features_offset; break;
-          case errc::trailing_data: offset = load_le<std::uint64_t>(base_ + header::file_size_offset); break;
+          case errc::truncated:
+            offset = size_;
+            break;
+          case errc::newer_version:
+            offset = header::major_offset;
+            break;
+          case errc::unsupported_feature:
+            offset = header::required_features_offset;
+            break;
+          case errc::trailing_data:
+            offset = load_le<std::uint64_t>(base_ + header::file_size_offset);
+            break;
           case errc::corrupt_header:
-            if (load_le<std::uint32_t>(base_ + header::checksum_offset) != format::header_checksum(base_)) {
+            if (load_le<std::uint32_t>(base_ + header::checksum_offset) !=
+                format::header_checksum(base_)) {
               offset = header::checksum_offset;
             }
             break;
-          default: break;
+          default:
+            break;
         }
         header_problem(offset, std::move(message));
         if (failure.code() != errc::trailing_data || attempt > 0) return false;
@@ -299,7 +323,8 @@ class verifier {
       check_zero(h + 76, 4, 0, 76, "reserved header bytes");
       check_zero(h + 144, 112, 0, 144, "reserved header bytes");
       check_zero(h + 384, 124, 0, 384, "reserved header bytes");
-      check_zero(h + header_size, page_size_ - header_size, 0, header_size, "page 0 after the header");
+      check_zero(h + header_size, page_size_ - header_size, 0, header_size,
+                 "page 0 after the header");
       if (info.optional_features != 0) {
         header_problem(header::optional_features_offset,
                        fmt::format("optional feature bits {:#x} set; format {}.{} defines none",
@@ -313,10 +338,12 @@ class verifier {
     const std::uint32_t duplicates =
         (info.build_flags & build_flag::duplicates_mask) >> build_flag::duplicates_shift;
     if (duplicates == 3) {
-      header_problem(header::build_flags_offset, "build_flags names duplicate policy 3, which is not defined");
+      header_problem(header::build_flags_offset,
+                     "build_flags names duplicate policy 3, which is not defined");
     }
     for (std::uint32_t level = info.height; level < max_height; ++level) {
-      const std::uint32_t entry = load_le<std::uint32_t>(h + header::level_table_offset + 4 * level);
+      const std::uint32_t entry =
+          load_le<std::uint32_t>(h + header::level_table_offset + 4 * level);
       if (entry != 0) {
         header_problem(header::level_table_offset + 4 * level,
                        fmt::format("level_first_page[{}] is {}; entries past the height ({}) are 0",
@@ -327,9 +354,10 @@ class verifier {
     // places them exactly, one after the other.
     const std::uint64_t pages_end = std::uint64_t{info.page_count} * page_size_;
     if (info.blob_length > 0 && info.blob_offset != pages_end) {
-      header_problem(header::blob_offset_offset,
-                     fmt::format("blob_offset is {}; the blob region starts right after the pages, at {}",
-                                 info.blob_offset, pages_end));
+      header_problem(
+          header::blob_offset_offset,
+          fmt::format("blob_offset is {}; the blob region starts right after the pages, at {}",
+                      info.blob_offset, pages_end));
     }
     const std::uint64_t blob_end = pages_end + info.blob_length;
     if (info.metadata_length > 0 && info.metadata_offset != blob_end) {
@@ -339,11 +367,13 @@ class verifier {
     }
     if (info.metadata_length > 0 && info.metadata_length < 4) {
       header_problem(header::metadata_length_offset,
-                     fmt::format("metadata_length is {}, shorter than its 4-byte count", info.metadata_length));
+                     fmt::format("metadata_length is {}, shorter than its 4-byte count",
+                                 info.metadata_length));
     }
     if (info.metadata_length == 0 &&
         load_le<std::uint32_t>(h + header::metadata_checksum_offset) != 0) {
-      header_problem(header::metadata_checksum_offset, "metadata_checksum is not 0 in a file without metadata");
+      header_problem(header::metadata_checksum_offset,
+                     "metadata_checksum is not 0 in a file without metadata");
     }
     if (info.file_size != blob_end + info.metadata_length) {
       header_problem(header::file_size_offset,
@@ -352,21 +382,24 @@ class verifier {
     }
     if (info.max_key_length > max_key_length) {
       header_problem(header::max_key_length_offset,
-                     fmt::format("max_key_length {} is over the limit of {}", info.max_key_length, max_key_length));
+                     fmt::format("max_key_length {} is over the limit of {}", info.max_key_length,
+                                 max_key_length));
     }
     if (options_.builder_policy) {
       const std::uint32_t expected = format::default_inline_limit(page_size_);
       if (info.inline_limit != expected) {
-        header_problem(header::inline_limit_offset,
-                       fmt::format("inline_limit is {}; the builder uses page_size / 8 = {} (builder policy, "
-                                   "section 15.1)",
-                                   info.inline_limit, expected));
+        header_problem(
+            header::inline_limit_offset,
+            fmt::format("inline_limit is {}; the builder uses page_size / 8 = {} (builder policy, "
+                        "section 15.1)",
+                        info.inline_limit, expected));
       }
       if (info.prefix_cap != format::default_prefix_cap(page_size_)) {
-        header_problem(header::prefix_cap_offset,
-                       fmt::format("prefix_cap is {}; the builder uses page_size / 8 = {} (builder policy, "
-                                   "section 15.1)",
-                                   info.prefix_cap, format::default_prefix_cap(page_size_)));
+        header_problem(
+            header::prefix_cap_offset,
+            fmt::format("prefix_cap is {}; the builder uses page_size / 8 = {} (builder policy, "
+                        "section 15.1)",
+                        info.prefix_cap, format::default_prefix_cap(page_size_)));
       }
     }
   }
@@ -388,8 +421,8 @@ class verifier {
     const std::uint32_t computed_checksum = page_checksum(p, page_size_);
     if (stored_checksum != computed_checksum) {
       page_problem(page, page_field::checksum_offset,
-                   fmt::format("checksum {:08x} does not match the page's bytes ({:08x})", stored_checksum,
-                               computed_checksum));
+                   fmt::format("checksum {:08x} does not match the page's bytes ({:08x})",
+                               stored_checksum, computed_checksum));
     }
     const std::uint32_t stored_number = load_le<std::uint32_t>(p + page_field::page_number_offset);
     if (stored_number != number) {
@@ -409,8 +442,8 @@ class verifier {
     }
     if (!quick && stored_level != level) {
       page_problem(page, page_field::level_offset,
-                   fmt::format("level field is {}; the level table puts the page in level {}", stored_level,
-                               level));
+                   fmt::format("level field is {}; the level table puts the page in level {}",
+                               stored_level, level));
     }
     page.inline_width = p[page_field::inline_width_offset];
     page.count = load_le<std::uint16_t>(p + page_field::count_offset);
@@ -430,17 +463,19 @@ class verifier {
     }
     if (info.keys != key_kind::bytes && page.prefix_length > info.key_size) {
       page_problem(page, page_field::prefix_length_offset,
-                   fmt::format("prefix_length {} is longer than the {}-byte keys", page.prefix_length,
-                               info.key_size));
+                   fmt::format("prefix_length {} is longer than the {}-byte keys",
+                               page.prefix_length, info.key_size));
       return page;
     }
-    page.sections = compute_sections(expected_kind, page.count, page.prefix_length, page.inline_width,
-                                     info.keys, info.key_size, info.values, info.value_size);
+    page.sections =
+        compute_sections(expected_kind, page.count, page.prefix_length, page.inline_width,
+                         info.keys, info.key_size, info.values, info.value_size);
     if (page.sections.heap > page_size_) {
-      page_problem(page, page_field::count_offset,
-                   fmt::format("{} keys with a {}-byte prefix need {} bytes before the heap, more than the "
-                               "page",
-                               page.count, page.prefix_length, page.sections.heap));
+      page_problem(
+          page, page_field::count_offset,
+          fmt::format("{} keys with a {}-byte prefix need {} bytes before the heap, more than the "
+                      "page",
+                      page.count, page.prefix_length, page.sections.heap));
       return page;
     }
     if (page.heap_end < page.sections.heap || page.heap_end > page_size_) {
@@ -472,10 +507,15 @@ class verifier {
     std::uint64_t value_data = 0;
     if (page.leaf) {
       switch (info.values) {
-        case value_kind::none: break;
+        case value_kind::none:
+          break;
         case value_kind::u64:
-        case value_kind::fixed: value_data = n * info.value_size; break;
-        case value_kind::bytes: value_data = n * slot_size; break;
+        case value_kind::fixed:
+          value_data = n * info.value_size;
+          break;
+        case value_kind::bytes:
+          value_data = n * slot_size;
+          break;
       }
     }
     gap(s.values + value_data, s.heap, "padding after the values");
@@ -486,7 +526,7 @@ class verifier {
   // region, follows the previous item directly (`cursor`), and matches its
   // checksum.  Returns false when the item is out of bounds.
   bool check_item(const checked_page& page, std::uint32_t slot_offset, std::uint64_t length,
-                  std::string_view what, std::uint64_t& cursor, const unsigned char*& data) {
+                  item_name what, std::uint64_t& cursor, const unsigned char*& data) {
     const file_info& info = core_->info();
     const bool quick = options_.quick;
     const std::uint32_t reference = load_le<std::uint32_t>(page.bytes + slot_offset + 4);
@@ -494,7 +534,8 @@ class verifier {
     if (length == 0) {
       if (!quick && reference != 0) {
         page_problem(page, slot_offset + 4,
-                     fmt::format("{} is empty, but its slot's reference is {:#x}, not 0", what, reference));
+                     fmt::format("{} is empty, but its slot's reference is {:#x}, not 0",
+                                 describe(what), reference));
       }
       return true;
     }
@@ -502,24 +543,28 @@ class verifier {
     const bool external = (reference & external_flag) != 0;
     const std::uint64_t in_page = external ? external_record_size : length;
     if (offset < page.sections.heap || offset + in_page > page.heap_end) {
-      page_problem(page, slot_offset + 4,
-                   fmt::format("{}: {} of {} bytes at page offset {} lies outside the heap [{}, {})", what,
-                               external ? "external record" : "item", in_page, offset, page.sections.heap,
-                               page.heap_end));
+      page_problem(
+          page, slot_offset + 4,
+          fmt::format("{}: {} of {} bytes at page offset {} lies outside the heap [{}, {})",
+                      describe(what), external ? "external record" : "item", in_page, offset,
+                      page.sections.heap, page.heap_end));
       return false;
     }
     if (!quick && offset != cursor) {
-      page_problem(page, slot_offset + 4,
-                   fmt::format("{} is at page offset {}; items follow each other in entry order, so it "
-                               "belongs at {}",
-                               what, offset, cursor));
+      page_problem(
+          page, slot_offset + 4,
+          fmt::format("{} is at page offset {}; items follow each other in entry order, so it "
+                      "belongs at {}",
+                      describe(what), offset, cursor));
     }
     cursor = offset + in_page;
     if (!quick && options_.builder_policy && external != (length > info.inline_limit)) {
-      page_problem(page, slot_offset + 4,
-                   fmt::format("{} of {} bytes is {}; the builder stores items longer than inline_limit "
-                               "({}) outside the page and no others (builder policy, section 15.3)",
-                               what, length, external ? "outside the page" : "in the page", info.inline_limit));
+      page_problem(
+          page, slot_offset + 4,
+          fmt::format("{} of {} bytes is {}; the builder stores items longer than inline_limit "
+                      "({}) outside the page and no others (builder policy, section 15.3)",
+                      describe(what), length, external ? "outside the page" : "in the page",
+                      info.inline_limit));
     }
     if (!external) {
       data = page.bytes + offset;
@@ -533,18 +578,19 @@ class verifier {
     }
     if (blob_offset > info.blob_length || length > info.blob_length - blob_offset) {
       page_problem(page, offset,
-                   fmt::format("{}: {} bytes at blob offset {} lie outside the {}-byte blob region", what,
-                               length, blob_offset, info.blob_length));
+                   fmt::format("{}: {} bytes at blob offset {} lie outside the {}-byte blob region",
+                               describe(what), length, blob_offset, info.blob_length));
       return false;
     }
     data = base_ + info.blob_offset + blob_offset;
     const std::uint32_t computed_checksum = crc32c(data, length);
     if (stored_checksum != computed_checksum) {
-      page_problem(page, offset + 8,
-                   fmt::format("{}: checksum {:08x} of the {}-byte item at blob offset {} (file offset {}) "
-                               "does not match its bytes ({:08x})",
-                               what, stored_checksum, length, blob_offset, info.blob_offset + blob_offset,
-                               computed_checksum));
+      page_problem(
+          page, offset + 8,
+          fmt::format("{}: checksum {:08x} of the {}-byte item at blob offset {} (file offset {}) "
+                      "does not match its bytes ({:08x})",
+                      describe(what), stored_checksum, length, blob_offset,
+                      info.blob_offset + blob_offset, computed_checksum));
     }
     if (!quick) blob_items_.push_back({blob_offset, length, page.number, offset});
     return true;
@@ -562,8 +608,8 @@ class verifier {
     if (!byte_keys && !byte_values) {
       if (!options_.quick && page.heap_end != heap) {
         page_problem(page, page_field::heap_end_offset,
-                     fmt::format("heap_end is {}, but the page has no heap items: it is {}", page.heap_end,
-                                 heap));
+                     fmt::format("heap_end is {}, but the page has no heap items: it is {}",
+                                 page.heap_end, heap));
       }
       return;
     }
@@ -572,7 +618,6 @@ class verifier {
       suffix_lengths_.resize(page.count);
     }
     std::uint64_t cursor = heap;
-    std::string what;
     for (std::uint32_t i = 0; i < page.count; ++i) {
       if (byte_keys) {
         const std::uint32_t slot = page.sections.key_data + i * slot_size;
@@ -586,9 +631,8 @@ class verifier {
           page.keys_usable = false;
         } else {
           const std::uint32_t rest = suffix > page.inline_width ? suffix - page.inline_width : 0;
-          what = fmt::format("the remainder of key {}", i);
           const unsigned char* data = nullptr;
-          if (check_item(page, slot, rest, what, cursor, data)) {
+          if (check_item(page, slot, rest, {true, i}, cursor, data)) {
             rests_[i] = {data, rest};
           } else {
             page.keys_usable = false;
@@ -599,14 +643,14 @@ class verifier {
         const std::uint32_t slot = page.sections.values + i * slot_size;
         const std::uint32_t length = load_le<std::uint32_t>(page.bytes + slot);
         value_length_seen_ = std::max(value_length_seen_, length);
-        what = fmt::format("the value of entry {}", i);
         const unsigned char* data = nullptr;
-        check_item(page, slot, length, what, cursor, data);
+        check_item(page, slot, length, {false, i}, cursor, data);
       }
     }
     if (!options_.quick && cursor != page.heap_end) {
-      page_problem(page, page_field::heap_end_offset,
-                   fmt::format("heap_end is {}, but the page's items end at {}", page.heap_end, cursor));
+      page_problem(
+          page, page_field::heap_end_offset,
+          fmt::format("heap_end is {}, but the page's items end at {}", page.heap_end, cursor));
     }
   }
 
@@ -626,8 +670,9 @@ class verifier {
   void read_key(const checked_page& page, std::uint32_t index, std::string& out) const {
     out.assign(as_chars(page.bytes + page.sections.prefix, page.prefix_length));
     const std::uint32_t suffix = suffix_length(page, index);
-    out.append(as_chars(page.bytes + page.sections.inline_keys + std::size_t{index} * page.inline_width,
-                        std::min(suffix, page.inline_width)));
+    out.append(
+        as_chars(page.bytes + page.sections.inline_keys + std::size_t{index} * page.inline_width,
+                 std::min(suffix, page.inline_width)));
     if (suffix > page.inline_width) {
       const key_rest rest = rest_of(page, index);
       out.append(as_chars(rest.data, rest.length));
@@ -640,7 +685,8 @@ class verifier {
   int compare_in_page(const checked_page& page, std::uint32_t a, std::uint32_t b) const {
     const std::uint32_t width = page.inline_width;
     const unsigned char* inline_keys = page.bytes + page.sections.inline_keys;
-    const int order = std::memcmp(inline_keys + std::size_t{a} * width, inline_keys + std::size_t{b} * width, width);
+    const int order = std::memcmp(inline_keys + std::size_t{a} * width,
+                                  inline_keys + std::size_t{b} * width, width);
     if (order != 0) return order < 0 ? -1 : 1;
     if (core_->info().keys != key_kind::bytes) {
       const std::uint32_t tail = page.sections.tail_width;
@@ -653,7 +699,8 @@ class verifier {
     if (length_a > width && length_b > width) {
       const key_rest rest_a = rests_[a];
       const key_rest rest_b = rests_[b];
-      return compare_keys(as_chars(rest_a.data, rest_a.length), as_chars(rest_b.data, rest_b.length));
+      return compare_keys(as_chars(rest_a.data, rest_a.length),
+                          as_chars(rest_b.data, rest_b.length));
     }
     return (length_a > length_b) - (length_a < length_b);
   }
@@ -677,26 +724,35 @@ class verifier {
       const std::uint32_t suffix = info.key_size - page.prefix_length;
       if (suffix < width) {
         const std::uint32_t padding_bits = 8 * (width - suffix);
-        const std::uint64_t mask = padding_bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << padding_bits) - 1;
+        const std::uint64_t mask =
+            padding_bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << padding_bits) - 1;
         switch (width) {
-          case 2: bad_padding = first_masked_inline<std::uint16_t>(inline_keys, n, static_cast<std::uint16_t>(mask)); break;
-          case 4: bad_padding = first_masked_inline<std::uint32_t>(inline_keys, n, static_cast<std::uint32_t>(mask)); break;
-          default: bad_padding = first_masked_inline<std::uint64_t>(inline_keys, n, mask); break;
+          case 2:
+            bad_padding = first_masked_inline<std::uint16_t>(inline_keys, n,
+                                                             static_cast<std::uint16_t>(mask));
+            break;
+          case 4:
+            bad_padding = first_masked_inline<std::uint32_t>(inline_keys, n,
+                                                             static_cast<std::uint32_t>(mask));
+            break;
+          default:
+            bad_padding = first_masked_inline<std::uint64_t>(inline_keys, n, mask);
+            break;
         }
       }
     } else {
       for (std::uint32_t i = 0; i < n && bad_padding == n; ++i) {
         const std::uint32_t suffix = suffix_lengths_[i];
-        if (suffix < width &&
-            first_nonzero(inline_keys + std::size_t{i} * width + suffix, width - suffix) < width - suffix) {
+        if (suffix < width && first_nonzero(inline_keys + std::size_t{i} * width + suffix,
+                                            width - suffix) < width - suffix) {
           bad_padding = i;
         }
       }
     }
     if (bad_padding < n) {
       page_problem(page, page.sections.inline_keys + std::size_t{bad_padding} * width,
-                   fmt::format("inline key {} is not zero past the end of its {}-byte suffix", bad_padding,
-                               suffix_length(page, bad_padding)));
+                   fmt::format("inline key {} is not zero past the end of its {}-byte suffix",
+                               bad_padding, suffix_length(page, bad_padding)));
     }
 
     // Strictly ascending.  Fixed-size keys without tails are ordered by
@@ -704,9 +760,15 @@ class verifier {
     std::uint32_t unordered = n;
     if (!byte_keys && page.sections.tail_width == 0) {
       switch (width) {
-        case 2: unordered = first_unordered_inline<std::uint16_t>(inline_keys, n); break;
-        case 4: unordered = first_unordered_inline<std::uint32_t>(inline_keys, n); break;
-        default: unordered = first_unordered_inline<std::uint64_t>(inline_keys, n); break;
+        case 2:
+          unordered = first_unordered_inline<std::uint16_t>(inline_keys, n);
+          break;
+        case 4:
+          unordered = first_unordered_inline<std::uint32_t>(inline_keys, n);
+          break;
+        default:
+          unordered = first_unordered_inline<std::uint64_t>(inline_keys, n);
+          break;
       }
     } else {
       for (std::uint32_t i = 1; i < n; ++i) {
@@ -720,8 +782,8 @@ class verifier {
       read_key(page, unordered - 1, key_a_);
       read_key(page, unordered, key_b_);
       page_problem(page, page.sections.inline_keys + std::size_t{unordered} * width,
-                   fmt::format("key {} ({}) is not greater than key {} ({})", unordered, show_key(key_b_),
-                               unordered - 1, show_key(key_a_)));
+                   fmt::format("key {} ({}) is not greater than key {} ({})", unordered,
+                               show_key(key_b_), unordered - 1, show_key(key_a_)));
     }
   }
 
@@ -731,28 +793,31 @@ class verifier {
     const std::uint32_t width = page.inline_width;
     if (info.keys == key_kind::bytes) {
       if (width != 8) {
-        page_problem(page, page_field::inline_width_offset,
-                     fmt::format("inline_width {}; the builder uses 8 for byte-string keys (builder "
-                                 "policy, section 15.2)",
-                                 width));
+        page_problem(
+            page, page_field::inline_width_offset,
+            fmt::format("inline_width {}; the builder uses 8 for byte-string keys (builder "
+                        "policy, section 15.2)",
+                        width));
       }
     } else {
       const std::uint32_t suffix = info.key_size - page.prefix_length;
       const std::uint32_t expected = suffix <= 2 ? 2 : suffix <= 4 ? 4 : 8;
       if (width != expected) {
-        page_problem(page, page_field::inline_width_offset,
-                     fmt::format("inline_width {} for {}-byte suffixes; the builder uses {} (builder "
-                                 "policy, section 15.2)",
-                                 width, suffix, expected));
+        page_problem(
+            page, page_field::inline_width_offset,
+            fmt::format("inline_width {} for {}-byte suffixes; the builder uses {} (builder "
+                        "policy, section 15.2)",
+                        width, suffix, expected));
       }
     }
     const std::uint32_t n = page.count;
     if (n == 0) return;
     const std::uint32_t prefix = page.prefix_length;
     if (prefix > info.prefix_cap) {
-      page_problem(page, page_field::prefix_length_offset,
-                   fmt::format("prefix_length {} is over prefix_cap {} (builder policy, section 15.2)", prefix,
-                               info.prefix_cap));
+      page_problem(
+          page, page_field::prefix_length_offset,
+          fmt::format("prefix_length {} is over prefix_cap {} (builder policy, section 15.2)",
+                      prefix, info.prefix_cap));
       return;
     }
     // lcp(first, last) = prefix + lcp of their suffixes, so the prefix is
@@ -760,11 +825,12 @@ class verifier {
     const unsigned char* inline_keys = page.bytes + page.sections.inline_keys;
     if (prefix < info.prefix_cap && suffix_length(page, 0) > 0 && suffix_length(page, n - 1) > 0 &&
         inline_keys[0] == inline_keys[std::size_t{n - 1} * width]) {
-      page_problem(page, page_field::prefix_length_offset,
-                   fmt::format("prefix_length {}, but the first and last keys share more; the builder's "
-                               "prefix is min(lcp(first key, last key), prefix_cap {}) (builder policy, "
-                               "section 15.2)",
-                               prefix, info.prefix_cap));
+      page_problem(
+          page, page_field::prefix_length_offset,
+          fmt::format("prefix_length {}, but the first and last keys share more; the builder's "
+                      "prefix is min(lcp(first key, last key), prefix_cap {}) (builder policy, "
+                      "section 15.2)",
+                      prefix, info.prefix_cap));
     }
   }
 
@@ -780,7 +846,8 @@ class verifier {
     for (std::uint32_t level = 1; level < info.height; ++level) {
       const std::uint32_t first = core_->level_first_page(level);
       const std::uint32_t end = core_->level_end_page(level);
-      const std::uint32_t below_pages = core_->level_end_page(level - 1) - core_->level_first_page(level - 1);
+      const std::uint32_t below_pages =
+          core_->level_end_page(level - 1) - core_->level_first_page(level - 1);
       auto start_of = [&](std::uint64_t child) -> std::uint32_t {
         if (child >= below_pages) return unknown_index;
         return level == 1 ? static_cast<std::uint32_t>(child) : below_start[child];
@@ -794,17 +861,18 @@ class verifier {
         const std::uint64_t first_child = page.header_word;
         const bool chained = children.accepts(first_child);
         if (!chained) {
-          page_problem(page, page_field::first_child_offset,
-                       fmt::format("first_child is {}; the pages before it in level {} have the children "
-                                   "before index {}",
-                                   first_child, level, children.expected()));
+          page_problem(
+              page, page_field::first_child_offset,
+              fmt::format("first_child is {}; the pages before it in level {} have the children "
+                          "before index {}",
+                          first_child, level, children.expected()));
           tiling_broken_ = true;
         }
         const std::uint64_t children_end = first_child + page.count + 1;
         if (children_end > below_pages) {
           page_problem(page, page_field::first_child_offset,
-                       fmt::format("children {} to {} run past the {} pages of level {}", first_child,
-                                   children_end - 1, below_pages, level - 1));
+                       fmt::format("children {} to {} run past the {} pages of level {}",
+                                   first_child, children_end - 1, below_pages, level - 1));
           tiling_broken_ = true;
         }
         children.advance(first_child, page.count + 1, chained);
@@ -824,9 +892,10 @@ class verifier {
         // Separators ascend from page to page of a level too.
         read_key(page, 0, key_a_);
         if (have_previous && compare_keys(level_last_, key_a_) >= 0) {
-          page_problem(page, page.sections.inline_keys,
-                       fmt::format("first separator {} is not greater than the last separator {} of page {}",
-                                   show_key(key_a_), show_key(level_last_), previous_page));
+          page_problem(
+              page, page.sections.inline_keys,
+              fmt::format("first separator {} is not greater than the last separator {} of page {}",
+                          show_key(key_a_), show_key(level_last_), previous_page));
         }
         read_key(page, page.count - 1, level_last_);
         have_previous = true;
@@ -849,9 +918,10 @@ class verifier {
         }
       }
       if (children.expected() != below_pages) {
-        page_problem(end - 1, page_field::first_child_offset,
-                     fmt::format("the children of level {} end at index {}, but level {} has {} pages", level,
-                                 children.expected(), level - 1, below_pages));
+        page_problem(
+            end - 1, page_field::first_child_offset,
+            fmt::format("the children of level {} end at index {}, but level {} has {} pages",
+                        level, children.expected(), level - 1, below_pages));
         tiling_broken_ = true;
       }
       below_start.swap(level_start);
@@ -873,14 +943,15 @@ class verifier {
       const bool chained = ranks.accepts(page.header_word);
       if (!chained) {
         page_problem(page, page_field::first_rank_offset,
-                     fmt::format("first_rank is {}; the leaves before it hold {} entries", page.header_word,
-                                 ranks.expected()));
+                     fmt::format("first_rank is {}; the leaves before it hold {} entries",
+                                 page.header_word, ranks.expected()));
       }
       ranks.advance(page.header_word, page.count, chained);
       entries_seen += page.count;
       if (page.count == 0 && !(info.entries == 0 && info.leaf_count == 1)) {
-        page_problem(page, page_field::count_offset, "a leaf without entries; only the single leaf of an empty "
-                                                     "index may be empty");
+        page_problem(page, page_field::count_offset,
+                     "a leaf without entries; only the single leaf of an empty "
+                     "index may be empty");
       }
       if (!page.decodable) {
         all_keys_seen_ = false;
@@ -909,8 +980,8 @@ class verifier {
       read_key(page, 0, first_);
       if (have_previous && compare_keys(previous_last_, first_) >= 0) {
         page_problem(page, page.sections.inline_keys,
-                     fmt::format("first key {} is not greater than the last key {} of page {}", show_key(first_),
-                                 show_key(previous_last_), previous_leaf + 1));
+                     fmt::format("first key {} is not greater than the last key {} of page {}",
+                                 show_key(first_), show_key(previous_last_), previous_leaf + 1));
       }
       if (have_previous && previous_leaf + 1 == leaf && !tiling_broken_) check_boundary(leaf);
       read_key(page, n - 1, previous_last_);
@@ -919,7 +990,8 @@ class verifier {
     }
     if (entries_seen != info.entries) {
       header_problem(header::entry_count_offset,
-                     fmt::format("entry_count is {}, but the leaves hold {} entries", info.entries, entries_seen));
+                     fmt::format("entry_count is {}, but the leaves hold {} entries", info.entries,
+                                 entries_seen));
     }
   }
 
@@ -935,11 +1007,13 @@ class verifier {
     const bool below_right = compare_keys(separator, first_) <= 0;
     if (above_left && below_right) return;
     const checked_page owner = page_header_of(boundary.page);
-    page_problem(boundary.page, owner.sections.inline_keys + std::size_t{boundary.index} * owner.inline_width,
-                 fmt::format("separator {} ({}) does not divide pages {} and {}: it must be greater than {} "
-                             "and at most {}",
-                             boundary.index, show_key(separator), leaf, leaf + 1, show_key(previous_last_),
-                             show_key(first_)));
+    page_problem(
+        boundary.page,
+        owner.sections.inline_keys + std::size_t{boundary.index} * owner.inline_width,
+        fmt::format("separator {} ({}) does not divide pages {} and {}: it must be greater than {} "
+                    "and at most {}",
+                    boundary.index, show_key(separator), leaf, leaf + 1, show_key(previous_last_),
+                    show_key(first_)));
   }
 
   // The section offsets of a page already checked, for placing a message.
@@ -949,9 +1023,10 @@ class verifier {
     const unsigned char* p = base_ + std::uint64_t{number} * page_size_;
     page.number = number;
     page.inline_width = p[page_field::inline_width_offset];
-    page.sections = compute_sections(page_kind::inner, load_le<std::uint16_t>(p + page_field::count_offset),
-                                     load_le<std::uint16_t>(p + page_field::prefix_length_offset),
-                                     page.inline_width, info.keys, info.key_size, info.values, info.value_size);
+    page.sections =
+        compute_sections(page_kind::inner, load_le<std::uint16_t>(p + page_field::count_offset),
+                         load_le<std::uint16_t>(p + page_field::prefix_length_offset),
+                         page.inline_width, info.keys, info.key_size, info.values, info.value_size);
     return page;
   }
 
@@ -961,12 +1036,14 @@ class verifier {
   void check_totals() {
     const file_info& info = core_->info();
     const std::uint32_t max_value = info.values == value_kind::none ? 0 : value_length_seen_;
-    if (info.max_key_length < key_length_seen_ || (all_keys_seen_ && info.max_key_length != key_length_seen_)) {
+    if (info.max_key_length < key_length_seen_ ||
+        (all_keys_seen_ && info.max_key_length != key_length_seen_)) {
       header_problem(header::max_key_length_offset,
-                     fmt::format("max_key_length is {}, but the longest key is {} bytes", info.max_key_length,
-                                 key_length_seen_));
+                     fmt::format("max_key_length is {}, but the longest key is {} bytes",
+                                 info.max_key_length, key_length_seen_));
     }
-    if (info.max_value_length < max_value || (all_keys_seen_ && info.max_value_length != max_value)) {
+    if (info.max_value_length < max_value ||
+        (all_keys_seen_ && info.max_value_length != max_value)) {
       header_problem(header::max_value_length_offset,
                      fmt::format("max_value_length is {}, but the longest value is {} bytes",
                                  info.max_value_length, max_value));
@@ -981,17 +1058,20 @@ class verifier {
     auto gap = [&](std::uint64_t from, std::uint64_t to) {
       // Unreferenced bytes are certain only when every page was read.
       if (!all_keys_seen_ || tiling_broken_) return;
-      add_problem(verify_region::blob, std::nullopt, info.blob_offset + from,
-                  fmt::format("{} bytes at blob offset {} are not referenced by any external record", to - from,
-                              from));
+      add_problem(
+          verify_region::blob, std::nullopt, info.blob_offset + from,
+          fmt::format("{} bytes at blob offset {} are not referenced by any external record",
+                      to - from, from));
     };
     for (const blob_item& item : blob_items_) {
       if (item.offset > covered) gap(covered, item.offset);
       if (item.offset < covered) {
-        page_problem(item.page, item.record,
-                     fmt::format("external item at blob offset {} ({} bytes) overlaps an item before it, which "
-                                 "ends at {}",
-                                 item.offset, item.length, covered));
+        page_problem(
+            item.page, item.record,
+            fmt::format(
+                "external item at blob offset {} ({} bytes) overlaps an item before it, which "
+                "ends at {}",
+                item.offset, item.length, covered));
       }
       covered = std::max(covered, item.offset + item.length);
     }
@@ -1004,18 +1084,22 @@ class verifier {
     const unsigned char* region = base_ + info.metadata_offset;
     const std::uint64_t length = info.metadata_length;
     auto problem = [&](std::uint64_t offset, std::string message) {
-      add_problem(verify_region::metadata, std::nullopt, info.metadata_offset + offset, std::move(message));
+      add_problem(verify_region::metadata, std::nullopt, info.metadata_offset + offset,
+                  std::move(message));
     };
-    const std::uint32_t stored_checksum = load_le<std::uint32_t>(base_ + header::metadata_checksum_offset);
+    const std::uint32_t stored_checksum =
+        load_le<std::uint32_t>(base_ + header::metadata_checksum_offset);
     const std::uint32_t computed_checksum = crc32c(region, length);
     if (stored_checksum != computed_checksum) {
-      problem(0, fmt::format("checksum {:08x} in the header does not match the region's bytes ({:08x})",
-                             stored_checksum, computed_checksum));
+      problem(
+          0, fmt::format("checksum {:08x} in the header does not match the region's bytes ({:08x})",
+                         stored_checksum, computed_checksum));
     }
     if (options_.quick) return;
     if (length < 4) return;  // reported with the header
     const std::uint32_t count = load_le<std::uint32_t>(region);
-    if (count == 0) problem(0, "metadata region with no entries; a file without metadata has no region");
+    if (count == 0)
+      problem(0, "metadata region with no entries; a file without metadata has no region");
     std::uint64_t offset = 4;
     std::string previous_key;
     for (std::uint32_t i = 0; i < count; ++i) {
@@ -1027,22 +1111,26 @@ class verifier {
         }
         const std::uint32_t field_length = load_le<std::uint32_t>(region + offset);
         if (length - offset - 4 < field_length) {
-          problem(offset, fmt::format("entry {} of {}: a {}-byte field runs past the end of the region", i,
-                                      count, field_length));
+          problem(offset,
+                  fmt::format("entry {} of {}: a {}-byte field runs past the end of the region", i,
+                              count, field_length));
           return;
         }
         field = as_chars(region + offset + 4, field_length);
         offset += 4 + std::uint64_t{field_length};
       }
       if (i > 0 && compare_keys(previous_key, fields[0]) >= 0) {
-        problem(static_cast<std::uint64_t>(reinterpret_cast<const unsigned char*>(fields[0].data()) - region) - 4,
-                fmt::format("metadata key {} is not greater than the key before it, {}", quote_key(fields[0]),
-                            quote_key(previous_key)));
+        problem(static_cast<std::uint64_t>(
+                    reinterpret_cast<const unsigned char*>(fields[0].data()) - region) -
+                    4,
+                fmt::format("metadata key {} is not greater than the key before it, {}",
+                            quote_key(fields[0]), quote_key(previous_key)));
       }
       previous_key.assign(fields[0]);
     }
     if (offset != length) {
-      problem(offset, fmt::format("{} bytes after the last of the {} entries", length - offset, count));
+      problem(offset,
+              fmt::format("{} bytes after the last of the {} entries", length - offset, count));
     }
   }
 
@@ -1051,8 +1139,8 @@ class verifier {
 
   void check_pages_quick() {
     const file_info& info = core_->info();
-    const bool has_items = info.blob_length > 0 &&
-                           (info.keys == key_kind::bytes || info.values == value_kind::bytes);
+    const bool has_items =
+        info.blob_length > 0 && (info.keys == key_kind::bytes || info.values == value_kind::bytes);
     for (std::uint32_t level = 0; level < info.height; ++level) {
       const std::uint32_t end = core_->level_end_page(level);
       for (std::uint32_t number = core_->level_first_page(level); number < end; ++number) {
@@ -1062,14 +1150,17 @@ class verifier {
           const std::uint32_t computed = page_checksum(p, page_size_);
           if (stored != computed) {
             page_problem(number, page_field::checksum_offset,
-                         fmt::format("checksum {:08x} does not match the page's bytes ({:08x})", stored, computed));
+                         fmt::format("checksum {:08x} does not match the page's bytes ({:08x})",
+                                     stored, computed));
           }
-          const std::uint32_t stored_number = load_le<std::uint32_t>(p + page_field::page_number_offset);
+          const std::uint32_t stored_number =
+              load_le<std::uint32_t>(p + page_field::page_number_offset);
           if (stored_number != number) {
-            page_problem(number, page_field::page_number_offset,
-                         fmt::format("page_number field is {}: the page was written for another place "
-                                     "(moved or copied here) or is damaged",
-                                     stored_number));
+            page_problem(
+                number, page_field::page_number_offset,
+                fmt::format("page_number field is {}: the page was written for another place "
+                            "(moved or copied here) or is damaged",
+                            stored_number));
           }
           continue;
         }
@@ -1086,7 +1177,8 @@ class verifier {
   verify_report& report_;
   std::unique_ptr<reader_core> core_;
   std::uint32_t page_size_ = 0;
-  bool check_reserved_ = true;  // reserved bytes and padding are zero (minor versions this code knows)
+  bool check_reserved_ =
+      true;  // reserved bytes and padding are zero (minor versions this code knows)
 
   // Per page, reused: byte-string keys' suffix lengths and remainders.
   std::vector<std::uint32_t> suffix_lengths_;
@@ -1108,23 +1200,27 @@ class verifier {
 std::string format_problem(const verify_report& report, const verify_problem& problem) {
   switch (problem.region) {
     case verify_region::page:
-      return fmt::format("{}: page {} (offset {}): {}", report.name, problem.page.value_or(0), problem.offset,
-                         problem.message);
+      return fmt::format("{}: page {} (offset {}): {}", report.name, problem.page.value_or(0),
+                         problem.offset, problem.message);
     case verify_region::blob:
-      return fmt::format("{}: blob region (offset {}): {}", report.name, problem.offset, problem.message);
+      return fmt::format("{}: blob region (offset {}): {}", report.name, problem.offset,
+                         problem.message);
     case verify_region::metadata:
-      return fmt::format("{}: metadata (offset {}): {}", report.name, problem.offset, problem.message);
+      return fmt::format("{}: metadata (offset {}): {}", report.name, problem.offset,
+                         problem.message);
   }
   return fmt::format("{}: (offset {}): {}", report.name, problem.offset, problem.message);
 }
 
-verify_report verify_bytes(std::span<const std::byte> bytes, std::string name, const verify_options& options) {
+verify_report verify_bytes(std::span<const std::byte> bytes, std::string name,
+                           const verify_options& options) {
   verify_report report;
   report.name = std::move(name);
   report.file_size = bytes.size();
   report.quick = options.quick;
   static const unsigned char nothing = 0;
-  const auto* base = bytes.empty() ? &nothing : reinterpret_cast<const unsigned char*>(bytes.data());
+  const auto* base =
+      bytes.empty() ? &nothing : reinterpret_cast<const unsigned char*>(bytes.data());
   detail::verifier(base, bytes.size(), options, report).run();
   return report;
 }
@@ -1139,8 +1235,9 @@ verify_report verify_file(const std::filesystem::path& path, const verify_option
   }
   const auto size = static_cast<std::uint64_t>(status.st_size);
   if (size == 0) return verify_bytes({}, path.string(), options);
-  // Every byte is read once, mostly in file order.
-  void* mapping = ::mmap(nullptr, size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd.get(), 0);
+  // Every byte is read once, mostly in file order: sequential read-ahead,
+  // and no MAP_POPULATE, which would read a file larger than memory twice.
+  void* mapping = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd.get(), 0);
   if (mapping == MAP_FAILED) detail::throw_errno("cannot map", path);
   struct unmapper {
     void* address;
@@ -1148,8 +1245,8 @@ verify_report verify_file(const std::filesystem::path& path, const verify_option
     ~unmapper() { ::munmap(address, length); }
   } const unmap{mapping, size};
   ::madvise(mapping, size, MADV_SEQUENTIAL);
-  return verify_bytes({static_cast<const std::byte*>(mapping), static_cast<std::size_t>(size)}, path.string(),
-                      options);
+  return verify_bytes({static_cast<const std::byte*>(mapping), static_cast<std::size_t>(size)},
+                      path.string(), options);
 }
 
 }  // namespace bbtree

@@ -16,10 +16,16 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 namespace bbtree::detail {
+
+// The smallest byte string greater than every string that starts with
+// `prefix`, or nothing when there is none (prefix empty or all 0xFF): the
+// exclusive end of a prefix range, for reader and shard sets alike.
+std::optional<std::string> prefix_successor(std::string_view prefix);
 
 // A page's header fields and section offsets, checked against the page size.
 struct page_view {

@@ -1,0 +1,124 @@
+// Building from unsorted input of any size, in bounded memory.
+//
+// external_sorting_builder takes entries in any order, like sorting_builder,
+// but holds at most a memory budget of them.  While they fit, they stay in
+// memory and are sorted there.  Past the budget, they are sorted in runs
+// that are written to unnamed temporary files (nothing can be left behind,
+// even by a killed process), and finish() merges the runs, k ways at once,
+// straight into a builder; when there are more runs than the budget can
+// read at once, it first merges them in passes.
+//
+// Two threads share the work: while add() fills one half of the budget, a
+// worker sorts and writes the other; while the merge of the runs feeds the
+// builder, the worker reads and merges ahead of it.
+//
+// Memory: the run buffers, and later the merge's read buffers, its hand-off
+// buffers and an allowance for the builder's open pages, together stay
+// within the budget.  Beyond it come a fixed few MiB (the builder's write
+// buffers, the thread) and any single entry larger than the budget allows.
+//
+// Duplicates follow build_options::duplicates, and equal keys keep the
+// order in which they were added, across runs: keep_first keeps the first
+// added, keep_last the last.
+#pragma once
+
+#include <bbtree/builder.h>
+#include <bbtree/error.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace bbtree {
+
+// The least budget an external sort accepts: a few pages' worth for each
+// of a handful of runs.
+inline constexpr std::uint64_t min_sort_memory = std::uint64_t{64} << 10;
+
+// The budget sort_options and bbtree-build use when given none: 1 GiB, or a
+// quarter of the machine's physical memory when that is less (but at least
+// 64 MiB).
+std::uint64_t default_sort_memory() noexcept;
+
+enum class sort_phase : std::uint8_t {
+  reading,  // entries are being added; full buffers become sorted runs
+  merging,  // an intermediate pass merges runs into fewer, longer runs
+  writing,  // the sorted entries go into the index
+};
+
+struct sort_progress {
+  sort_phase phase = sort_phase::reading;
+  std::uint64_t entries = 0;  // entries added
+  std::uint64_t runs = 0;     // sorted runs written to temporary files so far
+  std::uint32_t pass = 0;     // merging: this pass, from 1
+  std::uint32_t passes = 0;   // merging: intermediate passes in all
+  std::uint64_t done = 0;     // merging, writing: entries this phase has passed on
+  std::uint64_t total = 0;    // merging, writing: entries this phase will pass on
+};
+
+struct sort_options {
+  // Bytes the sort may hold: see above.  At least min_sort_memory.
+  std::uint64_t memory = default_sort_memory();
+  // Where sorted runs are written; empty means the destination's directory.
+  std::filesystem::path temporary_directory;
+  // Called on the thread that calls add() and finish(): when a run is
+  // written, and a few times a second while merging and writing.  May be
+  // empty.
+  std::function<void(const sort_progress&)> progress;
+};
+
+// An equal key under duplicate_policy::error; key() is the key, encoded,
+// for callers that want to find where it was given (bbtree-build names the
+// lines).
+class duplicate_key_error : public error {
+ public:
+  duplicate_key_error(std::string key, const std::string& message)
+      : error(errc::duplicate_key, message), key_(std::move(key)) {}
+  const std::string& key() const noexcept { return key_; }
+
+ private:
+  std::string key_;
+};
+
+namespace detail {
+class external_sorter;
+}
+
+class external_sorting_builder {
+ public:
+  // Checks the options; the destination is created only by finish().
+  // Throws error(invalid_argument) for a budget under min_sort_memory or a
+  // temporary directory that is not one.
+  external_sorting_builder(std::filesystem::path destination, build_options options,
+                           sort_options sort = {});
+  ~external_sorting_builder();  // discards everything, like abort()
+  external_sorting_builder(const external_sorting_builder&) = delete;
+  external_sorting_builder& operator=(const external_sorting_builder&) = delete;
+
+  // Checks lengths at once.  Throws error(key_too_long | value_too_long),
+  // and error(io_error) when a run cannot be written: "cannot write a
+  // sorted run in DIR: REASON".  A duplicate under duplicate_policy::error
+  // is found when the run holding it is sorted (then the next add() or
+  // finish() throws duplicate_key_error) or by the final merge.  After a
+  // throw the build is abandoned.
+  void add(std::string_view key, std::string_view value = {});
+
+  // Sorts or merges what was added into the destination and publishes it.
+  build_summary finish();
+
+  // Abandons the build: stops the worker and closes (so removes) every
+  // temporary file.  Idempotent.
+  void abort() noexcept;
+
+  std::uint64_t entries_added() const noexcept;
+  // Sorted runs written so far: 0 while everything fits in memory.
+  std::uint64_t runs_written() const noexcept;
+
+ private:
+  std::unique_ptr<detail::external_sorter> impl_;
+};
+
+}  // namespace bbtree

@@ -1,0 +1,59 @@
+// What the shard-set sources share: comparing and naming types, quoting
+// keys in messages, and finding a shard's file from its manifest line.
+#pragma once
+
+#include <bbtree/reader.h>
+#include <bbtree/shards.h>
+#include <bbtree/text_format.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace bbtree::detail {
+
+// What parse_shard_manifest throws: the line and the problem apart, for the
+// verifier's report, as well as the whole message.
+class manifest_error : public error {
+ public:
+  manifest_error(errc code, const std::string& name, std::uint64_t line, std::string problem);
+  std::uint64_t line() const noexcept { return line_; }  // 0: the manifest as a whole
+  const std::string& problem() const noexcept { return problem_; }
+
+ private:
+  std::uint64_t line_;
+  std::string problem_;
+};
+
+// Types with the sizes that only fixed kinds have (a u64 file's header says
+// key_size 8; the manifest's "u64" says nothing), so that types compare
+// and print the same whichever they came from.
+entry_types canonical_types(const entry_types& types) noexcept;
+bool same_types(const entry_types& a, const entry_types& b) noexcept;
+// "u64 keys and bytes values".
+std::string describe_types(const entry_types& types);
+
+// A key as the manifest spells it, quoted and cut for a message.
+std::string quoted_key_text(std::string_view key, const entry_types& types);
+
+// The header_checksum field of an open index (the CRC32C of its header
+// bytes [0, 508), checked when it was opened).
+std::uint32_t header_checksum_of(const reader& file) noexcept;
+
+// The file a manifest line names: the path taken relative to the
+// manifest's directory.
+std::filesystem::path shard_path(const std::filesystem::path& manifest, const shard_record& record);
+
+// What the manifest line says and the file's header disagree on, as
+// "its ... is X, the manifest's Y", or empty when they agree.  First and
+// last keys are not compared: they need reads beyond the header.
+std::string header_mismatch(const shard_record& record, const entry_types& types,
+                            const reader& file);
+
+// Writes `manifest` at `path` atomically (a staged file, renamed into
+// place), under the options' overwrite and sync.
+void write_manifest_file(const std::filesystem::path& path, const shard_manifest& manifest,
+                         const shard_set_options& options);
+
+}  // namespace bbtree::detail

@@ -1,0 +1,263 @@
+# Shard sets from the command line: bbtree-build --shards and --shard-size,
+# bbtree-shards, and bbtree-query, bbtree-dump and bbtree-verify on a
+# manifest, checked against the same entries in one file.
+set -euo pipefail
+source "$(dirname "$0")/helpers.bash" "$@"
+SHARDS=$TOOLS/bbtree-shards
+VERIFY=$TOOLS/bbtree-verify
+
+# 5000 u64 keys, the even numbers, in order and shuffled (the same way on
+# every run).
+seq 0 4999 | awk '{ print $1 * 2 "\tv" $1 * 2 }' >sorted.tsv
+awk 'BEGIN { srand(7) } { print rand() "\t" $0 }' sorted.tsv | sort | cut -f2- >unsorted.tsv
+expect_status 0 "$BUILD" -q --key-type u64 -o single.bbt unsorted.tsv
+
+# shard_counts MANIFEST: the entry counts of its shard lines, one line.
+shard_counts() { grep '^shard' "$1" | cut -f5 | tr '\n' ' '; }
+
+# --- bbtree-build --shards N ------------------------------------------------------
+
+expect_status 0 "$BUILD" --key-type u64 --shards 4 -o set.manifest unsorted.tsv
+expect_err 'wrote set.manifest: 5000 entries in 4 shards'
+[[ $(head -1 set.manifest) == 'bbtree-shards 1' ]] || fail "manifest starts with $(head -1 set.manifest)"
+[[ $(sed -n 2p set.manifest) == $'types\tu64\tbytes' ]] || fail "types line: $(sed -n 2p set.manifest)"
+[[ $(shard_counts set.manifest) == '1250 1250 1250 1250 ' ]] || fail "counts: $(shard_counts set.manifest)"
+# The shards beside the manifest, and nothing else: no temporary file.
+ls -A | grep '^set\.manifest\|^\.set' >files
+printf '%s\n' set.manifest set.manifest.shard-000{0,1,2,3}.bbt >expected
+cmp -s files expected || fail "files of the set: $(cat files)"
+
+# Every command of bbtree-query gives what it gives on the single file;
+# standard input comes from $INPUT.
+same_answers() {
+  local set=$1 status_single status_set
+  shift
+  status_single=0
+  "$QUERY" single.bbt "$@" <"${INPUT:-/dev/null}" >single.out 2>single.err || status_single=$?
+  status_set=0
+  "$QUERY" "$set" "$@" <"${INPUT:-/dev/null}" >set.out 2>set.err || status_set=$?
+  [[ $status_single == "$status_set" ]] || fail "query $* exits $status_set on $set, $status_single on one file"
+  cmp -s single.out set.out || fail "query $* differs on $set: $(diff single.out set.out | head -5)"
+}
+for set in set.manifest; do
+  same_answers $set get 0 2 3 2498 2500 2502 9998 10000
+  same_answers $set get --with-keys 2500 1
+  same_answers $set range --from 2490 --to 2510
+  same_answers $set range --from 2490 --to 2510 --reverse
+  same_answers $set range --after 2498 --before 7502 --limit 3
+  same_answers $set range --after 4990 --reverse --limit 30
+  same_answers $set range --format json --from 7490 --before 7520
+  same_answers $set count --from 100 --to 9000
+  same_answers $set count --after 2498 --before 2500
+  same_answers $set count
+  same_answers $set first
+  same_answers $set last
+done
+seq 0 10001 >probes.txt
+INPUT=probes.txt same_answers set.manifest get --stdin --with-keys --missing-marker -
+[[ $(wc -l <set.out) == 10002 ]] || fail "get --stdin on the set: $(wc -l <set.out) lines"
+
+# The whole set, in key order, from dump.
+expect_status 0 "$DUMP" set.manifest
+expect_out_file sorted.tsv
+expect_status 0 "$DUMP" --format bin set.manifest
+"$DUMP" --format bin single.bbt >single.bin
+expect_out_file single.bin
+
+# --- --sorted input: --shards N and --shard-size ---------------------------------
+
+expect_status 0 "$BUILD" -q --sorted --key-type u64 --shards 3 -o sorted3.manifest sorted.tsv
+[[ $(shard_counts sorted3.manifest) == '1667 1667 1666 ' ]] || fail "counts: $(shard_counts sorted3.manifest)"
+expect_status 0 "$DUMP" sorted3.manifest
+expect_out_file sorted.tsv
+
+expect_status 0 "$BUILD" -q --sorted --key-type u64 --page-size 512 --shard-size 8K -o sized.manifest \
+  sorted.tsv
+shards=$(grep -c '^shard' sized.manifest)
+((shards > 5)) || fail "--shard-size 8K made $shards shards"
+while IFS=$'\t' read -r kind path first last entries size crc; do
+  [[ $kind == shard ]] || continue
+  [[ $(stat -c %s "$path") == "$size" ]] || fail "$path is not $size bytes"
+  [[ $path =~ ^sized\.manifest\.shard-[0-9]{4}\.bbt$ ]] || fail "shard name $path"
+done <sized.manifest
+# Every shard but the last has reached 8K, and passed it by a few pages at most.
+grep '^shard' sized.manifest | head -n -1 | cut -f6 | while read -r size; do
+  ((size >= 8192 && size <= 8192 + 4 * 512)) || fail "a shard of $size bytes for --shard-size 8K"
+done
+same_answers sized.manifest range --after 998 --before 1010
+same_answers sized.manifest range --after 998 --before 1010 --reverse
+expect_status 0 "$DUMP" sized.manifest
+expect_out_file sorted.tsv
+
+# --- bbtree-verify -----------------------------------------------------------------
+
+expect_status 0 "$VERIFY" set.manifest
+grep -q '^set.manifest.shard-0002.bbt: ok (1250 entries' out || fail "verify: $(cat out)"
+expect_out_line=$(tail -1 out)
+[[ $expect_out_line == 'set.manifest: ok (shard set: 4 shards, 5000 entries, '*' bytes)' ]] ||
+  fail "verify's last line: $expect_out_line"
+expect_status 0 "$VERIFY" --json set.manifest single.bbt
+python3 - out <<'EOF'
+import json, sys
+report = json.load(open(sys.argv[1]))
+assert report["ok"] is True, report
+names = [f["name"] for f in report["files"]]
+assert names == ["set.manifest.shard-%04d.bbt" % i for i in range(4)] + ["set.manifest", "single.bbt"], names
+manifest = report["files"][4]
+assert manifest["shard_set"] is True and manifest["shards"] == 4 and manifest["entries"] == 5000, manifest
+EOF
+
+# --- bbtree-dump --header, --stats, --pages ---------------------------------------
+
+expect_status 0 "$DUMP" --header set.manifest
+grep -qx 'shards: 4' out || fail "--header: $(head -20 out)"
+grep -qx 'shard.1.first_rank: 1250' out || fail "--header: $(head -20 out)"
+grep -qx 'shard.3.last_key: 9998' out || fail "--header: $(head -40 out)"
+grep -qx 'shard.0.path: set.manifest.shard-0000.bbt' out || fail "--header: $(head -20 out)"
+expect_status 0 "$DUMP" --stats set.manifest
+grep -qx 'entries: 5000' out || fail "--stats: $(head -5 out)"
+grep -qx 'shard.3.entries: 1250' out || fail "--stats: $(grep entries out)"
+expect_status 2 "$DUMP" --pages set.manifest
+expect_err 'set.manifest is a shard manifest'
+expect_status 0 "$DUMP" --pages set.manifest.shard-0001.bbt
+
+# --- bbtree-shards: joining files built apart -------------------------------------
+
+mkdir parts
+sed -n '1,1000p' sorted.tsv >parts/a.tsv
+sed -n '1001,3500p' sorted.tsv >parts/b.tsv
+sed -n '3501,5000p' sorted.tsv >parts/c.tsv
+for part in a b c; do
+  expect_status 0 "$BUILD" -q --sorted --key-type u64 -o parts/$part.bbt parts/$part.tsv
+done
+expect_status 0 "$SHARDS" joined.manifest parts/c.bbt parts/a.bbt parts/b.bbt
+expect_err 'wrote joined.manifest: 3 shards, 5000 entries'
+grep '^shard' joined.manifest | cut -f2 | tr '\n' ' ' >paths
+[[ $(cat paths) == 'parts/a.bbt parts/b.bbt parts/c.bbt ' ]] || fail "shard paths: $(cat paths)"
+same_answers joined.manifest range --from 1990 --to 2010 --reverse
+same_answers joined.manifest count --from 1999 --to 7001
+expect_status 0 "$VERIFY" joined.manifest
+
+# The set moves as a whole.
+mkdir moved
+mv joined.manifest parts moved/
+expect_status 0 "$QUERY" moved/joined.manifest get --with-keys 2000 6998
+expect_out $'2000\tv2000\n6998\tv6998'
+expect_status 0 "$DUMP" moved/joined.manifest
+expect_out_file sorted.tsv
+
+# An existing manifest is replaced only with --force.
+expect_status 2 "$SHARDS" moved/joined.manifest moved/parts/a.bbt
+expect_err 'already exists (use --force to replace it)'
+expect_status 0 "$SHARDS" -q --force moved/joined.manifest moved/parts/a.bbt moved/parts/b.bbt moved/parts/c.bbt
+[[ ! -s err ]] || fail "--quiet printed: $(cat err)"
+
+# Files that cannot form a set: overlapping ranges are bad data (status 1),
+# files of other types, empty ones and manifests bad arguments (status 2), as
+# for bbtree-merge; the files are named, and nothing is written.
+printf '100\tx\n1999\ty\n' | "$BUILD" -q --sorted --key-type u64 -o overlap.bbt
+expect_status 1 "$SHARDS" bad.manifest moved/parts/a.bbt overlap.bbt
+expect_err 'moved/parts/a.bbt and overlap.bbt overlap: moved/parts/a.bbt holds keys "0" to "1998", overlap.bbt holds keys "100" to "1999"'
+expect_no_file bad.manifest
+printf '50000\tx\n' | "$BUILD" -q --sorted --key-type i64 -o signed.bbt
+expect_status 2 "$SHARDS" bad.manifest moved/parts/a.bbt signed.bbt
+expect_err 'cannot be shards of one set'
+expect_err 'signed.bbt has i64 keys and bytes values'
+printf '' | "$BUILD" -q --sorted --key-type u64 -o empty.bbt
+expect_status 2 "$SHARDS" bad.manifest moved/parts/a.bbt empty.bbt
+expect_err 'empty.bbt has no entries'
+expect_status 1 "$SHARDS" bad.manifest moved/parts/a.bbt sorted.tsv
+expect_status 2 "$SHARDS" bad.manifest set.manifest
+expect_err 'set.manifest is a shard manifest'
+expect_status 2 "$SHARDS" --force moved/parts/a.bbt moved/parts/a.bbt
+expect_err 'is both the manifest to write and one of its shards'
+expect_status 3 "$SHARDS" bad.manifest moved/parts/a.bbt nothing.bbt
+expect_err 'nothing.bbt'
+expect_no_file bad.manifest
+expect_status 2 "$SHARDS" bad.manifest
+expect_status 0 "$SHARDS" --help
+grep -q 'Examples:' out || fail "--help has no examples"
+expect_status 0 "$SHARDS" --version
+grep -q '^bbtree-shards ' out || fail "--version: $(cat out)"
+
+# --- A set whose shards changed, or whose manifest is damaged ---------------------
+
+cp -r moved changed
+printf '1000\tv1000\n1002\tv1002\n' | "$BUILD" -q --sorted --force --key-type u64 -o changed/parts/b.bbt
+expect_status 1 "$QUERY" changed/joined.manifest get 1000
+expect_err 'changed/joined.manifest:4: shard changed/parts/b.bbt does not match the manifest: it has 2 entries, the manifest says 2500'
+expect_status 1 "$VERIFY" changed/joined.manifest
+grep -q '^changed/joined.manifest:4: shard changed/parts/b.bbt: does not match the manifest' out ||
+  fail "verify of a replaced shard: $(cat out)"
+grep -q '^changed/joined.manifest: damaged shard set (1 manifest problem)$' out || fail "verify: $(cat out)"
+
+cp -r moved missing
+rm missing/parts/c.bbt
+expect_status 3 "$QUERY" missing/joined.manifest get 1000
+expect_err 'missing/joined.manifest:5: cannot open missing/parts/c.bbt'
+expect_status 3 "$VERIFY" missing/joined.manifest moved/joined.manifest
+expect_err 'bbtree-verify: error: cannot open missing/parts/c.bbt'
+grep -q '^moved/joined.manifest: ok' out || fail "verify goes on after a set with a missing shard: $(cat out)"
+
+# A damaged page of a shard: the set opens, verification names the page.
+cp -r moved flipped
+python3 - flipped/parts/b.bbt <<'EOF'
+import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(4096 + 200)
+    byte = f.read(1)[0]
+    f.seek(4096 + 200)
+    f.write(bytes([byte ^ 0x01]))
+EOF
+expect_status 1 "$VERIFY" flipped/joined.manifest
+grep -q '^flipped/parts/b.bbt: page 1 (offset ' out || fail "verify of a damaged shard: $(cat out)"
+grep -q '^flipped/joined.manifest: damaged shard set (.*1 damaged shard' out || fail "verify: $(cat out)"
+
+# A manifest with one byte changed, or cut short.
+sed 's/^types\tu64/types\ti64/' moved/joined.manifest >moved/edited.manifest
+expect_status 1 "$QUERY" moved/edited.manifest count
+expect_err 'moved/edited.manifest:6: checksum mismatch'
+expect_status 1 "$VERIFY" moved/edited.manifest
+head -4 moved/joined.manifest >moved/cut.manifest
+expect_status 1 "$QUERY" moved/cut.manifest count
+expect_err 'the manifest has no end line (it is cut short)'
+printf 'bbtree-shards 2\n' >moved/newer.manifest
+expect_status 1 "$QUERY" moved/newer.manifest count
+expect_err 'shard manifest version 2; this reader knows version 1'
+
+# A manifest cannot come from standard input: its shards are found from its place.
+expect_status 2 "$QUERY" - count <set.manifest
+expect_err 'a shard manifest cannot be read from standard input'
+
+# --- A failed sharded build leaves nothing ----------------------------------------
+
+printf '1\ta\n3\tb\n2\tc\n' >disorder.tsv
+expect_status 1 "$BUILD" -q --sorted --key-type u64 --shards 2 -o failed.manifest disorder.tsv
+expect_err 'disorder.tsv:3: key "2" is out of order'
+[[ -z $(ls -A | grep 'failed') ]] || fail "a failed build left: $(ls -A | grep failed)"
+printf '1\ta\nx\tb\n' >malformed.tsv
+expect_status 1 "$BUILD" -q --key-type u64 --shard-size 1M -o failed.manifest malformed.tsv
+[[ -z $(ls -A | grep 'failed') ]] || fail "a failed build left: $(ls -A | grep failed)"
+
+# Usage: an existing OUT, standard output, both options, no shards.
+expect_status 2 "$BUILD" -q --key-type u64 --shards 2 -o set.manifest sorted.tsv
+expect_err 'set.manifest already exists (use --force to replace it)'
+expect_status 0 "$BUILD" -q --force --key-type u64 --shards 2 -o set.manifest sorted.tsv
+[[ $(shard_counts set.manifest) == '2500 2500 ' ]] || fail "counts after --force: $(shard_counts set.manifest)"
+# The replaced set's shards that the new one does not use are gone.
+expect_no_file set.manifest.shard-0002.bbt
+expect_no_file set.manifest.shard-0003.bbt
+expect_status 2 "$BUILD" -q --key-type u64 --shards 2 -o - sorted.tsv
+expect_err 'give -o a path, not -'
+expect_status 2 "$BUILD" -q --key-type u64 --shards 2 --shard-size 1M -o x.manifest sorted.tsv
+expect_status 2 "$BUILD" -q --key-type u64 --shards 0 -o x.manifest sorted.tsv
+expect_status 2 "$BUILD" -q --key-type u64 --shard-size 12Q -o x.manifest sorted.tsv
+expect_no_file x.manifest
+
+# An empty input makes a set without shards, which answers as an empty index.
+expect_status 0 "$BUILD" -q --key-type u64 --shards 3 -o nothing.manifest </dev/null
+[[ $(grep -c '^shard' nothing.manifest || true) == 0 ]] || fail "shards of an empty input"
+expect_status 0 "$QUERY" nothing.manifest count
+expect_out 0
+expect_status 1 "$QUERY" nothing.manifest first
+expect_status 0 "$VERIFY" nothing.manifest

@@ -1,0 +1,78 @@
+// memory_report.h: what /proc/self/smaps says about a reader's bytes.  Only
+// what the kernel guarantees is checked: populated bytes are resident, and
+// each memory mode's bytes lie where the mode says (a mapping of the file,
+// or anonymous memory).  Whether huge pages were granted is not: the kernel
+// may refuse them.
+#include "test_support.h"
+
+#include <bbtree/memory_report.h>
+
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+using namespace bbtree;
+using namespace bbtree::test;
+
+namespace {
+
+std::filesystem::path build_test_index(const scratch_directory& scratch) {
+  build_options options;
+  options.keys = key_kind::u64;
+  options.values = value_kind::u64;
+  options.sync = false;
+  const std::filesystem::path path = scratch / "memory.bbt";
+  builder writer(path, options);
+  for (std::uint64_t i = 0; i < 100000; ++i) writer.add(u64_key(i), u64_value(i));
+  writer.finish();
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("memory reports cover a reader's bytes in every memory mode", "[memory_report]") {
+  scratch_directory scratch;
+  const std::filesystem::path path = build_test_index(scratch);
+  const std::uint64_t file_kb = std::filesystem::file_size(path) / 1024;
+
+  for (const memory_mode mode :
+       {memory_mode::map, memory_mode::map_huge_pages, memory_mode::copy_huge_pages}) {
+    CAPTURE(static_cast<int>(mode));
+    open_options options;
+    options.memory = mode;
+    options.populate = true;
+    const reader index = reader::open(path, options);
+    const memory_report report = memory_report_for(index);
+    REQUIRE(report.mappings >= 1);
+    REQUIRE(report.size_kb >= file_kb);
+    // Populated: every byte is resident (mappings count whole, so more may be).
+    REQUIRE(report.rss_kb >= file_kb);
+    REQUIRE(report.huge_kb() <= report.rss_kb);
+
+    const std::vector<address_range> file_mappings = mappings_of_file(path);
+    if (mode == memory_mode::copy_huge_pages) {
+      // The copy is anonymous memory; the file was read, not mapped.
+      REQUIRE(file_mappings.empty());
+      REQUIRE(memory_report_for_file(path).mappings == 0);
+      REQUIRE(report.file_pmd_mapped_kb == 0);
+    } else {
+      REQUIRE(file_mappings.size() == 1);
+      const auto begin = reinterpret_cast<std::uintptr_t>(index.bytes().data());
+      REQUIRE(file_mappings[0].begin <= begin);
+      REQUIRE(begin + index.bytes().size() <= file_mappings[0].end);
+      const memory_report by_file = memory_report_for_file(path);
+      REQUIRE(by_file.mappings == 1);
+      REQUIRE(by_file.rss_kb == report.rss_kb);
+      REQUIRE(report.anon_huge_kb == 0);
+    }
+  }
+  // Closed: nothing maps the file any more.
+  REQUIRE(mappings_of_file(path).empty());
+}
+
+TEST_CASE("a memory report of no bytes is empty", "[memory_report]") {
+  const memory_report report = memory_report_for_range(nullptr, 0);
+  REQUIRE(report.mappings == 0);
+  REQUIRE(report.rss_kb == 0);
+  REQUIRE(memory_report_for_file("/nonexistent/bbtree/file").mappings == 0);
+}

@@ -1,0 +1,226 @@
+// Merging index files against std::map: several inputs with overlapping
+// keys under every duplicate policy, byte-string keys with large values,
+// empty inputs, inputs of different types, damaged inputs.
+#include "test_support.h"
+
+#include <bbtree/merge.h>
+
+#include <catch2/catch.hpp>
+
+#include <optional>
+
+using namespace bbtree;
+using namespace bbtree::test;
+
+namespace {
+
+build_options options_for_test(const shape& kinds) {
+  build_options options = options_for(kinds);
+  options.sync = false;
+  options.overwrite = true;
+  return options;
+}
+
+void write_index(const std::filesystem::path& path, const shape& kinds, const model& entries) {
+  builder writer(path, options_for_test(kinds));
+  for (const auto& [key, value] : entries) writer.add(key, value);
+  writer.finish();
+}
+
+model read_all(const std::filesystem::path& path) {
+  const reader index = reader::open(path);
+  model result;
+  for (auto it = index.begin(); it != index.end(); ++it)
+    result.emplace(std::string(it.key()), std::string(it.value()));
+  return result;
+}
+
+// What merging `inputs` in this order gives; nullopt if a key repeats
+// under the error policy.
+std::optional<model> expected_merge(const std::vector<model>& inputs, duplicate_policy policy) {
+  model result;
+  for (const model& input : inputs) {
+    for (const auto& [key, value] : input) {
+      const auto [place, added] = result.try_emplace(key, value);
+      if (added) continue;
+      if (policy == duplicate_policy::error) return std::nullopt;
+      if (policy == duplicate_policy::keep_last) place->second = value;
+    }
+  }
+  return result;
+}
+
+merge_options merge_options_for(duplicate_policy policy) {
+  merge_options options;
+  options.duplicates = policy;
+  options.sync = false;
+  options.overwrite = true;
+  return options;
+}
+
+std::vector<std::filesystem::path> write_inputs(const scratch_directory& scratch,
+                                                const shape& kinds,
+                                                const std::vector<model>& inputs) {
+  std::vector<std::filesystem::path> paths;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    paths.push_back(scratch / ("in" + std::to_string(i) + ".bbt"));
+    write_index(paths.back(), kinds, inputs[i]);
+  }
+  return paths;
+}
+
+const shape u64_shape{key_kind::u64, 0, value_kind::u64, 0, 4096};
+const shape bytes_shape{key_kind::bytes, 0, value_kind::bytes, 0, 1024};
+
+}  // namespace
+
+TEST_CASE("merge equals std::map: overlapping u64 inputs, every policy", "[merge]") {
+  scratch_directory scratch;
+  std::mt19937_64 random(17);
+  // Four inputs over one key space, each value naming its input, so that
+  // first and last are checked; one input is empty.
+  std::vector<model> inputs(5);
+  for (std::size_t input = 0; input < 4; ++input) {
+    for (std::size_t i = 0; i < 30000; ++i) {
+      inputs[input][std::string(u64_key(random() % 200000).view())] =
+          std::string(u64_value(input * 1000000 + i).view());
+    }
+  }
+  std::swap(inputs[2], inputs[4]);  // the empty one in the middle
+  const auto paths = write_inputs(scratch, u64_shape, inputs);
+  const auto out = scratch / "out.bbt";
+  for (const auto policy : {duplicate_policy::keep_first, duplicate_policy::keep_last}) {
+    const build_summary summary = merge_indexes(paths, out, merge_options_for(policy));
+    const model expected = *expected_merge(inputs, policy);
+    REQUIRE(summary.entries == expected.size());
+    REQUIRE(read_all(out) == expected);
+    const reader index = reader::open(out);
+    std::vector<std::string> probes;
+    for (std::size_t i = 0; i < 300; ++i)
+      probes.push_back(std::string(u64_key(random() % 200000).view()));
+    check_against_model(index, expected, probes);
+  }
+  std::filesystem::remove(out);
+  try {
+    merge_indexes(paths, out, merge_options_for(duplicate_policy::error));
+    FAIL("a duplicate was accepted");
+  } catch (const error& failure) {
+    REQUIRE(failure.code() == errc::duplicate_key);
+    const std::string message = failure.what();
+    REQUIRE(message.rfind("duplicate key \"", 0) == 0);
+    REQUIRE(message.find(".bbt and ") != std::string::npos);
+  }
+  REQUIRE(!std::filesystem::exists(out));
+
+  // Disjoint inputs merge under the error policy.
+  std::vector<model> disjoint(3);
+  for (std::uint64_t key = 0; key < 30000; ++key) {
+    disjoint[key % 3][std::string(u64_key(key).view())] = std::string(u64_value(key).view());
+  }
+  const auto disjoint_paths = write_inputs(scratch, u64_shape, disjoint);
+  merge_indexes(disjoint_paths, out, merge_options_for(duplicate_policy::error));
+  REQUIRE(read_all(out) == *expected_merge(disjoint, duplicate_policy::error));
+}
+
+TEST_CASE("merge equals std::map: byte keys, large values, other page sizes", "[merge]") {
+  scratch_directory scratch;
+  std::mt19937_64 random(23);
+  std::vector<model> inputs(3);
+  for (std::size_t input = 0; input < inputs.size(); ++input) {
+    for (std::size_t i = 0; i < 4000; ++i) {
+      std::string value = random_value(bytes_shape, random);
+      if (i % 500 == 0) value.assign(20000 + i, static_cast<char>('a' + input));
+      inputs[input][random_key(bytes_shape, random)] = value;
+    }
+  }
+  const auto paths = write_inputs(scratch, bytes_shape, inputs);
+  const auto out = scratch / "out.bbt";
+  for (const std::uint32_t page_size : {0u, 512u, 16384u}) {
+    for (const auto policy : {duplicate_policy::keep_first, duplicate_policy::keep_last}) {
+      merge_options options = merge_options_for(policy);
+      options.page_size = page_size;
+      merge_indexes(paths, out, options);
+      REQUIRE(reader::open(out).info().page_size ==
+              (page_size == 0 ? bytes_shape.page_size : page_size));
+      REQUIRE(read_all(out) == *expected_merge(inputs, policy));
+    }
+  }
+}
+
+TEST_CASE("merging empty inputs, and one input", "[merge]") {
+  scratch_directory scratch;
+  const auto paths = write_inputs(scratch, u64_shape, {model{}, model{}});
+  const auto out = scratch / "out.bbt";
+  REQUIRE(merge_indexes(paths, out, merge_options_for(duplicate_policy::error)).entries == 0);
+  REQUIRE(reader::open(out).size() == 0);
+  model one;
+  for (std::uint64_t key = 0; key < 1000; ++key)
+    one[std::string(u64_key(key).view())] = std::string(u64_value(key).view());
+  write_index(scratch / "one.bbt", u64_shape, one);
+  const std::vector<std::filesystem::path> single{scratch / "one.bbt"};
+  merge_indexes(single, out, merge_options_for(duplicate_policy::error));
+  REQUIRE(read_all(out) == one);
+  REQUIRE_THROWS_AS(merge_indexes(std::vector<std::filesystem::path>{}, out,
+                                  merge_options_for(duplicate_policy::error)),
+                    error);
+}
+
+TEST_CASE("inputs of different types are refused, naming both", "[merge]") {
+  scratch_directory scratch;
+  write_index(scratch / "numbers.bbt", u64_shape,
+              {{std::string(u64_key(1).view()), std::string(u64_value(1).view())}});
+  write_index(scratch / "words.bbt", bytes_shape, {{"a", "b"}});
+  const std::vector<std::filesystem::path> paths{scratch / "numbers.bbt", scratch / "words.bbt"};
+  try {
+    merge_indexes(paths, scratch / "out.bbt", merge_options_for(duplicate_policy::error));
+    FAIL("different types were merged");
+  } catch (const error& failure) {
+    REQUIRE(failure.code() == errc::type_mismatch);
+    const std::string message = failure.what();
+    REQUIRE(message.find((scratch / "numbers.bbt").string() + " has u64 keys and u64 values") !=
+            std::string::npos);
+    REQUIRE(message.find((scratch / "words.bbt").string() + " has bytes keys and bytes values") !=
+            std::string::npos);
+  }
+  REQUIRE(!std::filesystem::exists(scratch / "out.bbt"));
+}
+
+TEST_CASE("a damaged input fails the merge, naming it", "[merge]") {
+  scratch_directory scratch;
+  model entries;
+  for (std::uint64_t key = 0; key < 5000; ++key)
+    entries[std::string(u64_key(key).view())] = std::string(u64_value(key).view());
+  write_index(scratch / "good.bbt", u64_shape, entries);
+  std::string bytes = read_file(scratch / "good.bbt");
+  bytes[3 * 4096 + 100] ^= 0x10;  // inside the third leaf
+  write_file(scratch / "bad.bbt", bytes);
+  const std::vector<std::filesystem::path> paths{scratch / "good.bbt", scratch / "bad.bbt"};
+  try {
+    merge_indexes(paths, scratch / "out.bbt", merge_options_for(duplicate_policy::keep_first));
+    FAIL("a damaged input was merged");
+  } catch (const error& failure) {
+    REQUIRE(failure.code() == errc::corrupt);
+    REQUIRE(std::string(failure.what()).find((scratch / "bad.bbt").string() + ": page 3") !=
+            std::string::npos);
+  }
+  REQUIRE(!std::filesystem::exists(scratch / "out.bbt"));
+}
+
+TEST_CASE("the output may replace an input", "[merge]") {
+  scratch_directory scratch;
+  std::vector<model> inputs(2);
+  for (std::uint64_t key = 0; key < 20000; ++key) {
+    inputs[key % 2][std::string(u64_key(key).view())] = std::string(u64_value(key).view());
+  }
+  const auto paths = write_inputs(scratch, u64_shape, inputs);
+  merge_options options = merge_options_for(duplicate_policy::error);
+  merge_indexes(paths, paths[0], options);
+  REQUIRE(read_all(paths[0]) == *expected_merge(inputs, duplicate_policy::error));
+  options.overwrite = false;
+  try {
+    merge_indexes(paths, paths[1], options);
+    FAIL("an existing output was replaced");
+  } catch (const error& failure) {
+    REQUIRE(failure.code() == errc::already_exists);
+  }
+}
