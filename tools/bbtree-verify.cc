@@ -279,7 +279,11 @@ int main(int argc, char** argv) {
           }
           continue;
         }
-        const verify_report report = verify_file(file, options);
+        // "-": an index file on standard input, checked in memory.
+        std::vector<std::byte> standard_input;
+        if (file == "-") standard_input = read_standard_input();
+        const verify_report report = file == "-" ? verify_bytes(standard_input, "<stdin>", options)
+                                                 : verify_file(file, options);
         any_bad = any_bad || !report.ok();
         if (json) {
           if (!json_files.empty()) json_files += ",\n";

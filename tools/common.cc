@@ -219,27 +219,33 @@ double status_line::elapsed_seconds() const {
   return std::chrono::duration<double>(clock::now() - start_).count();
 }
 
-open_index::open_index(const std::string& path, const open_options& options) {
-  if (path != "-") {
-    index_ = std::make_unique<sharded_reader>(sharded_reader::open(path, options));
-    return;
-  }
+std::vector<std::byte> read_standard_input() {
   // A pipe cannot be mapped: read it all, then read the bytes in place.
   constexpr std::size_t chunk = std::size_t{1} << 20;
+  std::vector<std::byte> bytes;
   for (;;) {
-    const std::size_t used = standard_input_.size();
-    standard_input_.resize(used + chunk);
-    const ssize_t count = ::read(STDIN_FILENO, standard_input_.data() + used, chunk);
+    const std::size_t used = bytes.size();
+    bytes.resize(used + chunk);
+    const ssize_t count = ::read(STDIN_FILENO, bytes.data() + used, chunk);
     if (count < 0 && errno == EINTR) {
-      standard_input_.resize(used);
+      bytes.resize(used);
       continue;
     }
     if (count < 0) {
       throw error(errc::io_error, fmt::format("<stdin>: read failed: {}", std::strerror(errno)));
     }
-    standard_input_.resize(used + static_cast<std::size_t>(count));
+    bytes.resize(used + static_cast<std::size_t>(count));
     if (count == 0) break;
   }
+  return bytes;
+}
+
+open_index::open_index(const std::string& path, const open_options& options) {
+  if (path != "-") {
+    index_ = std::make_unique<sharded_reader>(sharded_reader::open(path, options));
+    return;
+  }
+  standard_input_ = read_standard_input();
   const std::span<const std::byte> bytes(standard_input_);
   if (is_shard_manifest(bytes)) {
     throw usage_error(

@@ -85,6 +85,9 @@ class status_line {
   bool drawn_ = false;
 };
 
+// All of standard input, for an index given as FILE "-".
+std::vector<std::byte> read_standard_input();
+
 // An index opened for reading: an index file or a shard manifest
 // (shards.h); FILE "-" reads an index file from standard input into memory.
 class open_index {
