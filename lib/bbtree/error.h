@@ -31,6 +31,7 @@ enum class errc {
 
 const char* to_string(errc code) noexcept;
 
+// Thread safety: an error is an immutable value.
 class error : public std::runtime_error {
  public:
   error(errc code, const std::string& message) : std::runtime_error(message), code_(code) {}

@@ -4,6 +4,10 @@
 // write_pages and write_page, the page inspector, in lib/src/inspect.cc.
 // They read through reader_core's checked page access, and show a damaged
 // page as damaged instead of stopping.
+//
+// Errors: what the reader throws for a file it cannot read at all; I/O
+// errors of the stream are the stream's.  Thread safety: as reader: any
+// number of these may run at once on one reader.
 #pragma once
 
 #include <bbtree/reader.h>

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string_view>
 
+// Thread safety: pure functions of their arguments.
 namespace bbtree {
 
 // Eight bytes that view as a std::string_view, kept on the stack.

@@ -14,6 +14,10 @@
 // entry_reader is made for inputs of many gigabytes: it reads through a
 // large buffer and hands out views into it, so that the common case (a line
 // without escapes) costs no allocation and no copy.
+//
+// Errors: input_error (a bbtree::error) naming FILE:LINE; broken_pipe when
+// the output's reader has gone.  Thread safety: a reader or writer object is
+// used by one thread at a time; separate objects are independent.
 #pragma once
 
 #include <bbtree/error.h>

@@ -17,6 +17,8 @@
 #include <nmmintrin.h>
 #endif
 
+// Thread safety: pure functions; the hardware check is a function-local
+// static, initialized once.
 namespace bbtree::format {
 
 namespace detail {

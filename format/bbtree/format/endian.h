@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 
+// Thread safety: pure functions of their arguments.
 namespace bbtree::format {
 
 static_assert(std::endian::native == std::endian::little || std::endian::native == std::endian::big,

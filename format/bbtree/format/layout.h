@@ -29,6 +29,7 @@
 #include <optional>
 #include <string_view>
 
+// Thread safety: constants and pure functions only.
 namespace bbtree::format {
 
 // ---------------------------------------------------------------------------
