@@ -34,12 +34,15 @@ cd "$WORK"
 "$BUILD_DIR/gen_entries" $((COUNT / 10)) tsv sorted >small.tsv
 cat data.tsv small.tsv >/dev/null  # into the page cache
 
-# measure NAME COMMAND...: appends "NAME SECONDS MAX_RSS_KB" to times.txt.
+# measure NAME COMMAND...: appends "NAME WALL_SECONDS MAX_RSS_KB CPU_SECONDS"
+# to times.txt.  CPU time (user + system) is the steadier figure on a shared
+# machine.
 measure() {
   local name=$1
   shift
-  /usr/bin/time -f "%e %M" -o time.out "$@" >/dev/null
-  echo "$name $(cat time.out)" >>times.txt
+  /usr/bin/time -f "%e %M %U %S" -o time.out "$@" >/dev/null
+  read -r wall rss user system <time.out
+  echo "$name $wall $rss $(awk -v u="$user" -v s="$system" 'BEGIN { print u + s }')" >>times.txt
 }
 : >times.txt
 for ((run = 1; run <= RUNS; run++)); do
@@ -56,12 +59,13 @@ bytes=$(stat -c %s data.tsv)
 small_bytes=$(stat -c %s small.tsv)
 echo "input: $COUNT lines, $bytes bytes of tsv; index: $(stat -c %s out.bbt) bytes; $RUNS runs, medians"
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; load: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '| what | seconds | MB/s of tsv | M entries/s | peak RSS (MiB) |\n|---|---:|---:|---:|---:|\n'
+printf '| what | wall s | CPU s | MB/s of tsv (wall) | M entries/s (wall) | peak RSS (MiB) |\n|---|---:|---:|---:|---:|---:|\n'
 for name in cp cp+sync build api build-small; do
   seconds=$(awk -v n="$name" '$1 == n { print $2 }' times.txt | median)
   rss=$(awk -v n="$name" '$1 == n { print $3 }' times.txt | median)
+  cpu=$(awk -v n="$name" '$1 == n { print $4 }' times.txt | median)
   entries=$COUNT input_bytes=$bytes
   [[ $name == build-small ]] && entries=$((COUNT / 10)) input_bytes=$small_bytes
-  awk -v n="$name" -v s="$seconds" -v b="$input_bytes" -v e="$entries" -v r="$rss" 'BEGIN {
-    printf "| %s | %.2f | %.0f | %.2f | %.1f |\n", n, s, b / s / 1e6, e / s / 1e6, r / 1024 }'
+  awk -v n="$name" -v s="$seconds" -v c="$cpu" -v b="$input_bytes" -v e="$entries" -v r="$rss" 'BEGIN {
+    printf "| %s | %.2f | %.2f | %.0f | %.2f | %.1f |\n", n, s, c, b / s / 1e6, e / s / 1e6, r / 1024 }'
 done

@@ -403,3 +403,27 @@ TEST_CASE("a full temporary directory: an error naming it, the destination untou
   REQUIRE(std::filesystem::is_empty(temporary));
   REQUIRE(scratch.names() == std::vector<std::string>{"index.bbt", "tmp"});
 }
+
+// Also run under ThreadSanitizer by CI ([concurrency]): the worker that
+// sorts and writes runs while add() fills the other buffer, and the merge
+// thread that hands batches to the builder.
+TEST_CASE("the sort's threads hand buffers over safely", "[external_sort][concurrency]") {
+  scratch_directory scratch;
+  const auto path = scratch / "index.bbt";
+  const entry_list entries = u64_entries(30000, 20000, 21);
+  for (const std::uint64_t memory : {64 * kib, 256 * kib}) {
+    const sort_result result = external_sort(
+        path, entries, options_of(key_kind::u64, value_kind::u64, duplicate_policy::keep_last),
+        memory);
+    REQUIRE(result.runs > 4);
+    REQUIRE(read_all(path) == *expected_of(entries, duplicate_policy::keep_last));
+  }
+  // A failure on the worker (a duplicate found while sorting a run) reaches
+  // add() or finish(), and the threads stop.
+  entry_list repeated = unique_u64_entries(30000, 22);
+  repeated[20001].first = repeated[20000].first;
+  REQUIRE_THROWS_AS(
+      external_sort(path, repeated,
+                    options_of(key_kind::u64, value_kind::u64, duplicate_policy::error), 64 * kib),
+      duplicate_key_error);
+}

@@ -38,14 +38,15 @@ void sync_directory(const fs::path& directory) {
   if (fd.valid()) ::fsync(fd.get());
 }
 
-// A builder's message begins "entry N: " with N counted within its shard;
-// the set's count is the one that means something to the caller.
+// A builder's message about an entry begins "entry N: " with N counted
+// within its shard; the set's count is the one that means something to the
+// caller.  Other messages (I/O) are kept as they are.
 std::string renumbered(std::string_view message, std::uint64_t position) {
-  if (message.starts_with("entry ")) {
-    const std::size_t colon = message.find(": ");
-    if (colon != std::string_view::npos) message.remove_prefix(colon + 2);
+  const std::size_t colon = message.find(": ");
+  if (!message.starts_with("entry ") || colon == std::string_view::npos) {
+    return std::string(message);
   }
-  return fmt::format("entry {}: {}", position, message);
+  return fmt::format("entry {}: {}", position, message.substr(colon + 2));
 }
 
 void check_split(const shard_split& split) {

@@ -36,7 +36,7 @@ expect_status 2 "$BUILD" --metadata 'k=\q' -o x.bbt good.tsv
 expect_err 'bad escape'
 expect_status 2 "$BUILD" --progress --quiet -o x.bbt good.tsv
 expect_no_file x.bbt
-# Accepted and checked, though sorting is in memory for now.
+# Accepted: this input fits in --memory, so no run is written to --tmp-dir.
 expect_status 0 "$BUILD" -q --memory 256M --tmp-dir "$WORK" -o x.bbt good.tsv
 rm x.bbt
 
