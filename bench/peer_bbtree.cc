@@ -20,12 +20,7 @@ class bbtree_peer {
   static constexpr bool supported = true;
   static constexpr const char* name = "bbtree";
   static constexpr peer_caps caps() {
-    peer_caps c;
-    c.huge = true;
-    c.scans = true;
-    c.batched = true;
-    c.verify = true;
-    return c;
+    return peer_caps{.huge = true, .scans = true, .batched = true, .verify = true};
   }
   static std::string config(bool huge) {
     return std::string("4 KiB pages (default), memory_mode::") + (huge ? "copy_huge_pages" : "map");

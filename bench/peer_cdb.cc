@@ -21,9 +21,7 @@ class cdb_peer {
   static constexpr bool supported = true;
   static constexpr const char* name = "tinycdb";
   static constexpr peer_caps caps() {
-    peer_caps c;
-    c.huge = true;
-    return c;
+    return peer_caps{.huge = true};
   }
   static std::string config(bool huge) {
     return std::string("cdb_find on the mapping made by cdb_init") + (huge ? ", advised MADV_HUGEPAGE" : "");

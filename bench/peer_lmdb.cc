@@ -24,10 +24,7 @@ class lmdb_peer {
   static constexpr bool supported = true;
   static constexpr const char* name = "lmdb";
   static constexpr peer_caps caps() {
-    peer_caps c;
-    c.huge = true;
-    c.scans = true;
-    return c;
+    return peer_caps{.huge = true, .scans = true};
   }
   static std::string config(bool huge) {
     return std::string("MDB_RDONLY|MDB_NOLOCK, one read txn") + (K == data_kind::u64 ? ", MDB_INTEGERKEY" : "") +

@@ -18,9 +18,7 @@ class marisa_peer {
   static constexpr bool supported = K == data_kind::str;
   static constexpr const char* name = "marisa";
   static constexpr peer_caps caps() {
-    peer_caps c;
-    c.huge = true;
-    return c;
+    return peer_caps{.huge = true};
   }
   static std::string config(bool huge) {
     return std::string("default config (3 tries, text tail, weight order); values by key id in a side file") +

@@ -30,10 +30,7 @@ class mtbl_peer {
   static constexpr bool supported = true;
   static constexpr const char* name = "mtbl";
   static constexpr peer_caps caps() {
-    peer_caps c;
-    c.huge = true;
-    c.scans = true;
-    return c;
+    return peer_caps{.huge = true, .scans = true};
   }
   static std::string config(bool huge) {
     return std::string("MTBL_COMPRESSION_NONE (default is zlib), 8 KiB blocks") +

@@ -22,10 +22,7 @@ class sorted_array_peer {
   static constexpr bool supported = true;
   static constexpr const char* name = "sorted-array";
   static constexpr peer_caps caps() {
-    peer_caps c;
-    c.huge = true;
-    c.scans = true;
-    return c;
+    return peer_caps{.huge = true, .scans = true};
   }
   static std::string config(bool huge) {
     return huge ? "copy in 2 MiB-aligned anonymous memory, MADV_HUGEPAGE" : "mmap MAP_SHARED read-only";

@@ -19,10 +19,7 @@ class sqlite_peer {
   static constexpr bool supported = true;
   static constexpr const char* name = "sqlite";
   static constexpr peer_caps caps() {
-    peer_caps c;
-    c.huge = true;
-    c.scans = true;
-    return c;
+    return peer_caps{.huge = true, .scans = true};
   }
   static std::string config(bool huge) {
     return std::string("WITHOUT ROWID, 4 KiB pages, read-only immutable=1 connection, mmap_size = file size") +
