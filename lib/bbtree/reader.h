@@ -14,6 +14,7 @@
 // query one reader at once.  A cursor is used by one thread at a time.
 #pragma once
 
+#include <bbtree/detail/page_view.h>
 #include <bbtree/error.h>
 #include <bbtree/format/layout.h>
 
@@ -121,22 +122,45 @@ class cursor {
 
   cursor() = default;
 
-  bool is_end() const noexcept;
+  bool is_end() const noexcept { return leaf_page_.bytes == nullptr; }
   // The encoded key; valid until this cursor moves or is destroyed.
   std::string_view key() const;
   // The encoded value; valid while the reader is open.
-  std::string_view value() const;
+  std::string_view value() const {
+    // Fixed-size values (and none) are an array in the leaf, which page()
+    // checked lies inside it: no decoding and no further check.
+    if (fixed_values_ && leaf_page_.bytes != nullptr) {
+      return {reinterpret_cast<const char*>(leaf_page_.bytes + leaf_page_.sections.values +
+                                            std::size_t{index_} * value_size_),
+              value_size_};
+    }
+    return variable_value();
+  }
   // The number of entries before this one (size() at the end).
   std::uint64_t rank() const noexcept;
 
   entry_view operator*() const { return {key(), value()}; }
-  cursor& operator++();
+  // Within a leaf, a step is an increment: the leaf's header was decoded
+  // and checked when the cursor arrived at it.
+  cursor& operator++() {
+    if (leaf_page_.bytes != nullptr && index_ + 1 < leaf_page_.count) {
+      ++index_;
+      return *this;
+    }
+    return step_to_next_leaf();
+  }
   cursor operator++(int) {
     cursor before = *this;
     ++*this;
     return before;
   }
-  cursor& operator--();
+  cursor& operator--() {
+    if (leaf_page_.bytes != nullptr && index_ > 0) {
+      --index_;
+      return *this;
+    }
+    return step_to_previous_leaf();
+  }
   cursor operator--(int) {
     cursor before = *this;
     --*this;
@@ -150,11 +174,21 @@ class cursor {
   friend class detail::reader_core;
   friend class detail::shard_set;
   cursor(const detail::reader_core* core, std::uint32_t leaf, std::uint32_t index)
-      : core_(core), leaf_(leaf), index_(index) {}
+      : core_(core), leaf_(leaf), index_(index) {
+    load_leaf();
+  }
   cursor(const detail::reader_core* core, std::uint32_t leaf, std::uint32_t index,
          const detail::shard_set* set, std::uint32_t shard)
-      : core_(core), leaf_(leaf), index_(index), set_(set), shard_(shard) {}
+      : core_(core), leaf_(leaf), index_(index), set_(set), shard_(shard) {
+    load_leaf();
+  }
 
+  // Decodes leaf_ into leaf_page_, or clears it at the end: called
+  // whenever core_ or leaf_ changes.
+  void load_leaf();
+  cursor& step_to_next_leaf();
+  cursor& step_to_previous_leaf();
+  std::string_view variable_value() const;
   // At the end of a shard that is not the set's last: moves to the next
   // shard's first entry (lib/src/shards.cc).
   void enter_next_shard();
@@ -172,6 +206,11 @@ class cursor {
   // end of another shard.
   const detail::shard_set* set_ = nullptr;
   std::uint32_t shard_ = 0;
+  // Invariant: leaf_page_ is page leaf_ of core_, decoded and checked,
+  // whenever the cursor is at an entry; its bytes are null at the end.
+  detail::page_view leaf_page_{};
+  bool fixed_values_ = false;     // the file's values are u64, fixed or none
+  std::uint32_t value_size_ = 0;  // their size when fixed
   mutable std::string key_buffer_;
 };
 

@@ -5,17 +5,17 @@
 
 #include "file_io.h"
 
+#include <fmt/format.h>
 #include <boost/interprocess/file_mapping.hpp>
 #include <boost/interprocess/mapped_region.hpp>
-#include <fmt/format.h>
 
-#include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 namespace bbtree {
 
@@ -28,7 +28,8 @@ namespace {
 
 constexpr std::size_t huge_page_size = std::size_t{2} << 20;
 
-void apply_advice(void* address, std::size_t length, const open_options& options, bool file_backed) {
+void apply_advice(void* address, std::size_t length, const open_options& options,
+                  bool file_backed) {
   if (length == 0) return;
   if (options.memory == memory_mode::map_huge_pages && file_backed) {
     ::madvise(address, length, MADV_HUGEPAGE);  // advisory: failure leaves normal pages
@@ -47,10 +48,12 @@ void apply_advice(void* address, std::size_t length, const open_options& options
 
 // Anonymous memory aligned to 2 MiB and advised for transparent huge pages.
 // The file's bytes work there unchanged because they hold no pointers.
-std::shared_ptr<void> copy_to_huge_pages(const fs::path& path, std::uint64_t size, const unsigned char** base) {
+std::shared_ptr<void> copy_to_huge_pages(const fs::path& path, std::uint64_t size,
+                                         const unsigned char** base) {
   const std::size_t rounded = (size + huge_page_size - 1) / huge_page_size * huge_page_size;
   const std::size_t reserved = rounded + huge_page_size;
-  void* mapping = ::mmap(nullptr, reserved, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* mapping =
+      ::mmap(nullptr, reserved, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mapping == MAP_FAILED) detail::throw_errno("cannot allocate memory for", path);
   auto* start = static_cast<unsigned char*>(mapping);
   auto* aligned = reinterpret_cast<unsigned char*>(
@@ -104,7 +107,8 @@ reader reader::open(const fs::path& path, const open_options& options) {
 
 reader reader::from_memory(std::span<const std::byte> bytes, std::string name) {
   static const unsigned char nothing = 0;
-  const auto* base = bytes.empty() ? &nothing : reinterpret_cast<const unsigned char*>(bytes.data());
+  const auto* base =
+      bytes.empty() ? &nothing : reinterpret_cast<const unsigned char*>(bytes.data());
   return reader(std::make_unique<reader_core>(std::move(name), base, bytes.size(), nullptr));
 }
 
@@ -112,7 +116,8 @@ const file_info& reader::info() const noexcept { return core_->info(); }
 const std::string& reader::name() const noexcept { return core_->name(); }
 std::uint64_t reader::size() const noexcept { return core_->info().entries; }
 std::span<const std::byte> reader::bytes() const noexcept {
-  return {reinterpret_cast<const std::byte*>(core_->base()), static_cast<std::size_t>(core_->size())};
+  return {reinterpret_cast<const std::byte*>(core_->base()),
+          static_cast<std::size_t>(core_->size())};
 }
 
 std::vector<std::pair<std::string, std::string>> reader::metadata() const {
@@ -122,9 +127,11 @@ std::vector<std::pair<std::string, std::string>> reader::metadata() const {
   const auto* block = core_->base() + info.metadata_offset;
   const std::uint64_t length = info.metadata_length;
   auto bad = [&](std::string_view what) {
-    throw error(errc::corrupt, fmt::format("{}: metadata at offset {}: {}", core_->name(), info.metadata_offset, what));
+    throw error(errc::corrupt, fmt::format("{}: metadata at offset {}: {}", core_->name(),
+                                           info.metadata_offset, what));
   };
-  if (format::crc32c(block, length) != format::load_le<std::uint32_t>(core_->base() + format::header::metadata_checksum_offset)) {
+  if (format::crc32c(block, length) !=
+      format::load_le<std::uint32_t>(core_->base() + format::header::metadata_checksum_offset)) {
     bad("checksum mismatch");
   }
   std::uint64_t offset = 0;
@@ -148,7 +155,9 @@ std::vector<std::pair<std::string, std::string>> reader::metadata() const {
   return entries;
 }
 
-cursor reader::begin() const { return core_->make_cursor(core_->normalize(core_->first_leaf(), 0)); }
+cursor reader::begin() const {
+  return core_->make_cursor(core_->normalize(core_->first_leaf(), 0));
+}
 cursor reader::end() const { return core_->make_cursor(core_->end_position()); }
 
 std::optional<entry> reader::first() const {
@@ -165,6 +174,10 @@ std::optional<entry> reader::last() const {
 }
 
 std::optional<std::string_view> reader::get(std::string_view key) const {
+  if (core_->integer_probe(key)) {
+    std::optional<std::string_view> value;
+    if (core_->integer_get(core_->integer_word(key), value)) return value;
+  }
   const page_view leaf = core_->page(core_->descend(key), 0);
   const std::uint32_t index = core_->count_below(leaf, key, false);
   if (!core_->key_equals(leaf, index, key)) return std::nullopt;
@@ -179,8 +192,12 @@ cursor reader::find(std::string_view key) const {
   return core_->make_cursor({leaf_number, index});
 }
 
-cursor reader::lower_bound(std::string_view key) const { return core_->make_cursor(core_->search(key, false)); }
-cursor reader::upper_bound(std::string_view key) const { return core_->make_cursor(core_->search(key, true)); }
+cursor reader::lower_bound(std::string_view key) const {
+  return core_->make_cursor(core_->search(key, false));
+}
+cursor reader::upper_bound(std::string_view key) const {
+  return core_->make_cursor(core_->search(key, true));
+}
 
 entry_range reader::equal_range(std::string_view key) const {
   cursor first = lower_bound(key);
@@ -194,18 +211,24 @@ namespace {
 
 reader_core::position start_of(const reader_core& core, const bound& from) {
   switch (from.type) {
-    case bound::kind::unbounded: return core.normalize(core.first_leaf(), 0);
-    case bound::kind::inclusive: return core.search(from.key, false);
-    case bound::kind::exclusive: return core.search(from.key, true);
+    case bound::kind::unbounded:
+      return core.normalize(core.first_leaf(), 0);
+    case bound::kind::inclusive:
+      return core.search(from.key, false);
+    case bound::kind::exclusive:
+      return core.search(from.key, true);
   }
   return core.end_position();
 }
 
 reader_core::position end_of(const reader_core& core, const bound& to) {
   switch (to.type) {
-    case bound::kind::unbounded: return core.end_position();
-    case bound::kind::inclusive: return core.search(to.key, true);
-    case bound::kind::exclusive: return core.search(to.key, false);
+    case bound::kind::unbounded:
+      return core.end_position();
+    case bound::kind::inclusive:
+      return core.search(to.key, true);
+    case bound::kind::exclusive:
+      return core.search(to.key, false);
   }
   return core.end_position();
 }
@@ -218,7 +241,8 @@ bool before(reader_core::position a, reader_core::position b) {
 
 std::optional<std::string> detail::prefix_successor(std::string_view prefix) {
   std::string successor(prefix);
-  while (!successor.empty() && static_cast<unsigned char>(successor.back()) == 0xFF) successor.pop_back();
+  while (!successor.empty() && static_cast<unsigned char>(successor.back()) == 0xFF)
+    successor.pop_back();
   if (successor.empty()) return std::nullopt;
   successor.back() = static_cast<char>(static_cast<unsigned char>(successor.back()) + 1);
   return successor;
@@ -236,7 +260,9 @@ entry_range reader::prefix(std::string_view prefix) const {
   return range(bound::inclusive(prefix), successor ? bound::exclusive(*successor) : bound::none());
 }
 
-std::uint64_t reader::rank(std::string_view key) const { return core_->rank_of(core_->search(key, false)); }
+std::uint64_t reader::rank(std::string_view key) const {
+  return core_->rank_of(core_->search(key, false));
+}
 
 std::uint64_t reader::count(bound from, bound to) const {
   const std::uint64_t first = core_->rank_of(start_of(*core_, from));
@@ -277,6 +303,10 @@ std::size_t reader::get_many(std::span<const std::string_view> keys,
       }
     }
     for (std::size_t i = 0; i < n; ++i) {
+      if (integer[i] && core.integer_leaf_get(words[i], pages[i], out[start + i])) {
+        found += out[start + i].has_value();
+        continue;
+      }
       const page_view leaf = core.page(pages[i], 0);
       const std::string_view key = keys[start + i];
       const std::uint32_t index = core.count_below(leaf, key, false);
@@ -294,45 +324,62 @@ std::size_t reader::get_many(std::span<const std::string_view> keys,
 // ---------------------------------------------------------------------------
 // cursor
 
-bool cursor::is_end() const noexcept { return core_ == nullptr || leaf_ >= core_->end_leaf(); }
+void cursor::load_leaf() {
+  leaf_page_ = {};
+  if (core_ == nullptr || leaf_ >= core_->end_leaf()) return;
+  const file_info& info = core_->info();
+  fixed_values_ = info.values != value_kind::bytes;
+  value_size_ = info.value_size;
+  page_view leaf = core_->page(leaf_, 0);
+  if (index_ >= leaf.count) [[unlikely]] {
+    // Positions are normalized where they are made; this keeps value()'s
+    // unchecked read inside the leaf whatever a caller passes.
+    const auto next = core_->normalize(leaf_, index_);
+    leaf_ = next.leaf;
+    index_ = next.index;
+    if (leaf_ >= core_->end_leaf()) return;
+    leaf = core_->page(leaf_, 0);
+  }
+  leaf_page_ = leaf;
+}
 
 std::string_view cursor::key() const {
   if (is_end()) throw error(errc::invalid_argument, "key() of the end cursor");
   key_buffer_.clear();
-  core_->append_key(core_->page(leaf_, 0), index_, key_buffer_);
+  core_->append_key(leaf_page_, index_, key_buffer_);
   return key_buffer_;
 }
 
-std::string_view cursor::value() const {
+std::string_view cursor::variable_value() const {
   if (is_end()) throw error(errc::invalid_argument, "value() of the end cursor");
-  return core_->value(core_->page(leaf_, 0), index_);
+  return core_->value(leaf_page_, index_);
 }
 
 std::uint64_t cursor::rank() const noexcept {
   if (core_ == nullptr) return 0;
-  try {
-    const std::uint64_t in_file = core_->rank_of({leaf_, index_});
-    return set_ == nullptr ? in_file : entries_before_shard() + in_file;
-  } catch (const error&) {
-    return 0;
-  }
+  const std::uint64_t in_file = is_end() ? core_->info().entries : leaf_page_.header_word + index_;
+  return set_ == nullptr ? in_file : entries_before_shard() + in_file;
 }
 
-cursor& cursor::operator++() {
+cursor& cursor::step_to_next_leaf() {
   if (core_ == nullptr) return *this;
   const auto next = core_->next({leaf_, index_});
   leaf_ = next.leaf;
   index_ = next.index;
-  if (set_ != nullptr && leaf_ >= core_->end_leaf()) [[unlikely]] enter_next_shard();
+  if (set_ != nullptr && leaf_ >= core_->end_leaf()) [[unlikely]]
+    enter_next_shard();
+  load_leaf();
   return *this;
 }
 
-cursor& cursor::operator--() {
+cursor& cursor::step_to_previous_leaf() {
   if (core_ == nullptr) return *this;
   const auto previous = core_->previous({leaf_, index_});
   leaf_ = previous.leaf;
   index_ = previous.index;
-  if (set_ != nullptr && leaf_ >= core_->end_leaf()) [[unlikely]] enter_previous_shard();
+  if (set_ != nullptr && leaf_ >= core_->end_leaf()) [[unlikely]]
+    enter_previous_shard();
+  load_leaf();
   return *this;
 }
 

@@ -58,22 +58,24 @@ void reader_core::validate_header() {
   };
   const std::size_t magic_bytes = std::min<std::uint64_t>(size_, sizeof(magic));
   if (std::memcmp(base_, magic, magic_bytes) != 0 || size_ == 0) {
-    fail(errc::not_bbtree, size_ == 0 ? "empty file, not a bbtree index" : "not a bbtree index (bad magic)");
+    fail(errc::not_bbtree,
+         size_ == 0 ? "empty file, not a bbtree index" : "not a bbtree index (bad magic)");
   }
   if (size_ < header_size) {
-    fail(errc::truncated, fmt::format("truncated: {} bytes, shorter than the {}-byte header", size_, header_size));
+    fail(errc::truncated,
+         fmt::format("truncated: {} bytes, shorter than the {}-byte header", size_, header_size));
   }
   const unsigned char* h = base_;
   info_.major_version = load_le<std::uint16_t>(h + header::major_offset);
   info_.minor_version = load_le<std::uint16_t>(h + header::minor_offset);
   if (info_.major_version > format_major) {
-    fail(errc::newer_version, fmt::format("format version {}.{} is newer than this reader's {}.{}",
-                                          info_.major_version, info_.minor_version, format_major,
-                                          format_minor));
+    fail(errc::newer_version,
+         fmt::format("format version {}.{} is newer than this reader's {}.{}", info_.major_version,
+                     info_.minor_version, format_major, format_minor));
   }
   if (info_.major_version != format_major) {
-    fail(errc::corrupt_header, fmt::format("corrupt header: format version {}.{}", info_.major_version,
-                                           info_.minor_version));
+    fail(errc::corrupt_header, fmt::format("corrupt header: format version {}.{}",
+                                           info_.major_version, info_.minor_version));
   }
   const std::uint32_t stored_checksum = load_le<std::uint32_t>(h + header::checksum_offset);
   const std::uint32_t computed_checksum = header_checksum(h);
@@ -88,8 +90,8 @@ void reader_core::validate_header() {
   info_.optional_features = load_le<std::uint64_t>(h + header::optional_features_offset);
   if (const std::uint64_t unknown = info_.required_features & ~known_required_features) {
     fail(errc::unsupported_feature,
-         fmt::format("requires feature bits {:#x} that this reader (format {}.{}) does not know", unknown,
-                     format_major, format_minor));
+         fmt::format("requires feature bits {:#x} that this reader (format {}.{}) does not know",
+                     unknown, format_major, format_minor));
   }
   info_.page_size = load_le<std::uint32_t>(h + header::page_size_offset);
   if (!is_valid_page_size(info_.page_size)) {
@@ -98,7 +100,8 @@ void reader_core::validate_header() {
   const std::uint8_t keys = h[header::key_kind_offset];
   const std::uint8_t values = h[header::value_kind_offset];
   if (!is_valid_key_kind(keys) || !is_valid_value_kind(values)) {
-    fail(errc::corrupt_header, fmt::format("corrupt header: key kind {} or value kind {}", keys, values));
+    fail(errc::corrupt_header,
+         fmt::format("corrupt header: key kind {} or value kind {}", keys, values));
   }
   info_.keys = static_cast<key_kind>(keys);
   info_.values = static_cast<value_kind>(values);
@@ -113,8 +116,8 @@ void reader_core::validate_header() {
                              : info_.values == value_kind::u64 ? info_.value_size == 8
                                                                : info_.value_size == 0;
   if (!key_size_ok || !value_size_ok) {
-    fail(errc::corrupt_header, fmt::format("corrupt header: key size {} or value size {}", info_.key_size,
-                                           info_.value_size));
+    fail(errc::corrupt_header, fmt::format("corrupt header: key size {} or value size {}",
+                                           info_.key_size, info_.value_size));
   }
   info_.entries = load_le<std::uint64_t>(h + header::entry_count_offset);
   info_.height = load_le<std::uint32_t>(h + header::height_offset);
@@ -133,7 +136,8 @@ void reader_core::validate_header() {
   info_.max_value_length = load_le<std::uint32_t>(h + header::max_value_length_offset);
 
   if (size_ < info_.file_size) {
-    fail(errc::truncated, fmt::format("truncated: {} bytes, the header says {}", size_, info_.file_size));
+    fail(errc::truncated,
+         fmt::format("truncated: {} bytes, the header says {}", size_, info_.file_size));
   }
   if (size_ > info_.file_size) {
     fail(errc::trailing_data,
@@ -142,12 +146,14 @@ void reader_core::validate_header() {
   }
   const std::uint64_t pages_end = std::uint64_t{info_.page_count} * info_.page_size;
   if (info_.page_count < 2 || pages_end > info_.file_size) {
-    fail(errc::corrupt_header, fmt::format("corrupt header: {} pages of {} bytes do not fit in {} bytes",
-                                           info_.page_count, info_.page_size, info_.file_size));
+    fail(errc::corrupt_header,
+         fmt::format("corrupt header: {} pages of {} bytes do not fit in {} bytes",
+                     info_.page_count, info_.page_size, info_.file_size));
   }
   auto region_ok = [&](std::uint64_t offset, std::uint64_t length) {
     return length == 0 ? offset == 0
-                       : offset >= pages_end && offset <= info_.file_size && length <= info_.file_size - offset;
+                       : offset >= pages_end && offset <= info_.file_size &&
+                             length <= info_.file_size - offset;
   };
   if (!region_ok(info_.blob_offset, info_.blob_length) ||
       !region_ok(info_.metadata_offset, info_.metadata_length)) {
@@ -155,8 +161,8 @@ void reader_core::validate_header() {
   }
   if (info_.height < 1 || info_.height > max_height || info_.root_page != info_.page_count - 1 ||
       load_le<std::uint32_t>(h + header::first_leaf_page_offset) != 1) {
-    fail(errc::corrupt_header, fmt::format("corrupt header: height {}, root page {}, {} pages", info_.height,
-                                           info_.root_page, info_.page_count));
+    fail(errc::corrupt_header, fmt::format("corrupt header: height {}, root page {}, {} pages",
+                                           info_.height, info_.root_page, info_.page_count));
   }
   for (std::uint32_t level = 0; level < info_.height; ++level) {
     level_first_page_[level] = load_le<std::uint32_t>(h + header::level_table_offset + 4 * level);
@@ -167,27 +173,34 @@ void reader_core::validate_header() {
                                              level_first_page_[level]));
     }
   }
-  if (level_first_page_[info_.height - 1] != info_.root_page || level_end_page(0) != 1 + info_.leaf_count) {
-    fail(errc::corrupt_header, "corrupt header: level table disagrees with the root page or leaf count");
+  if (level_first_page_[info_.height - 1] != info_.root_page ||
+      level_end_page(0) != 1 + info_.leaf_count) {
+    fail(errc::corrupt_header,
+         "corrupt header: level table disagrees with the root page or leaf count");
   }
-  prefix_limit_ = info_.keys == key_kind::bytes ? info_.page_size : std::min(info_.key_size, info_.page_size);
+  prefix_limit_ =
+      info_.keys == key_kind::bytes ? info_.page_size : std::min(info_.key_size, info_.page_size);
 }
 
 void reader_core::diagnose_page(const page_view& view, int expected_level) const {
   const std::uint32_t number = view.number;
   if (expected_level >= 0 && view.level != static_cast<std::uint32_t>(expected_level)) {
-    corrupt(number, fmt::format("level {} where level {} was expected", view.level, expected_level));
+    corrupt(number,
+            fmt::format("level {} where level {} was expected", view.level, expected_level));
   }
   if (view.kind != (view.level == 0 ? page_kind::leaf : page_kind::inner)) {
-    corrupt(number, fmt::format("page kind {} at level {}", static_cast<int>(view.kind), view.level));
+    corrupt(number,
+            fmt::format("page kind {} at level {}", static_cast<int>(view.kind), view.level));
   }
   if (!is_valid_inline_width(view.inline_width)) {
     corrupt(number, fmt::format("inline key width {}", view.inline_width));
   }
   if (view.prefix_length > prefix_limit_) {
-    corrupt(number, fmt::format("prefix of {} bytes is longer than the keys or the page", view.prefix_length));
+    corrupt(number, fmt::format("prefix of {} bytes is longer than the keys or the page",
+                                view.prefix_length));
   }
-  corrupt(number, fmt::format("{} keys do not fit in the page (heap end {})", view.count, view.heap_end));
+  corrupt(number,
+          fmt::format("{} keys do not fit in the page (heap end {})", view.count, view.heap_end));
 }
 
 namespace {
@@ -198,25 +211,31 @@ item_view resolve_item(const reader_core& core, const page_view& page, std::uint
   if (length == 0) return item;
   const std::uint32_t offset = reference & ~external_flag;
   if (reference & external_flag) {
-    if (offset < page.sections.heap || std::uint64_t{offset} + external_record_size > page.heap_end) {
-      core.corrupt(page.number, fmt::format("external record at offset {} outside the heap", offset));
+    if (offset < page.sections.heap ||
+        std::uint64_t{offset} + external_record_size > page.heap_end) {
+      core.corrupt(page.number,
+                   fmt::format("external record at offset {} outside the heap", offset));
     }
     item.external = true;
     item.blob_offset = load_le<std::uint64_t>(page.bytes + offset);
     item.stored_checksum = load_le<std::uint32_t>(page.bytes + offset + 8);
     const file_info& info = core.info();
     if (item.blob_offset > info.blob_length || length > info.blob_length - item.blob_offset) {
-      core.corrupt(page.number, fmt::format("external item of {} bytes at blob offset {} outside the blob region",
-                                            length, item.blob_offset));
+      core.corrupt(
+          page.number,
+          fmt::format("external item of {} bytes at blob offset {} outside the blob region", length,
+                      item.blob_offset));
     }
     item.bytes = {reinterpret_cast<const char*>(core.base() + info.blob_offset + item.blob_offset),
                   static_cast<std::size_t>(length)};
     return item;
   }
   if (offset < page.sections.heap || offset + length > page.heap_end) {
-    core.corrupt(page.number, fmt::format("item of {} bytes at offset {} outside the heap", length, offset));
+    core.corrupt(page.number,
+                 fmt::format("item of {} bytes at offset {} outside the heap", length, offset));
   }
-  item.bytes = {reinterpret_cast<const char*>(page.bytes + offset), static_cast<std::size_t>(length)};
+  item.bytes = {reinterpret_cast<const char*>(page.bytes + offset),
+                static_cast<std::size_t>(length)};
   return item;
 }
 
@@ -237,8 +256,10 @@ item_view reader_core::key_remainder(const page_view& page, std::uint32_t index)
   }
   const unsigned char* slot = page.bytes + page.sections.key_data + index * slot_size;
   const std::uint32_t suffix_length = load_le<std::uint32_t>(slot);
-  if (suffix_length > max_key_length) corrupt(page.number, fmt::format("key {} is {} bytes long", index, suffix_length));
-  const std::uint32_t remainder = suffix_length > page.inline_width ? suffix_length - page.inline_width : 0;
+  if (suffix_length > max_key_length)
+    corrupt(page.number, fmt::format("key {} is {} bytes long", index, suffix_length));
+  const std::uint32_t remainder =
+      suffix_length > page.inline_width ? suffix_length - page.inline_width : 0;
   return resolve_item(*this, page, load_le<std::uint32_t>(slot + 4), remainder);
 }
 
@@ -246,7 +267,8 @@ item_view reader_core::value_item(const page_view& leaf, std::uint32_t index) co
   const unsigned char* values = leaf.bytes + leaf.sections.values;
   item_view item;
   switch (info_.values) {
-    case value_kind::none: return item;
+    case value_kind::none:
+      return item;
     case value_kind::u64:
     case value_kind::fixed:
       item.bytes = {reinterpret_cast<const char*>(values + std::size_t{index} * info_.value_size),
@@ -254,7 +276,8 @@ item_view reader_core::value_item(const page_view& leaf, std::uint32_t index) co
       return item;
     case value_kind::bytes: {
       const unsigned char* slot = values + index * slot_size;
-      return resolve_item(*this, leaf, load_le<std::uint32_t>(slot + 4), load_le<std::uint32_t>(slot));
+      return resolve_item(*this, leaf, load_le<std::uint32_t>(slot + 4),
+                          load_le<std::uint32_t>(slot));
     }
   }
   return item;
@@ -273,11 +296,13 @@ void reader_core::append_key(const page_view& page, std::uint32_t index, std::st
   for (std::uint32_t i = 0; i < page.inline_width; ++i) {
     inline_bytes[page.inline_width - 1 - i] = static_cast<unsigned char>(inline_key >> (8 * i));
   }
-  out.append(reinterpret_cast<const char*>(inline_bytes), std::min(suffix_length, page.inline_width));
+  out.append(reinterpret_cast<const char*>(inline_bytes),
+             std::min(suffix_length, page.inline_width));
   if (suffix_length > page.inline_width) out.append(key_remainder(page, index).bytes);
 }
 
-int reader_core::compare_tied(const page_view& page, std::uint32_t index, std::string_view probe_suffix) const {
+int reader_core::compare_tied(const page_view& page, std::uint32_t index,
+                              std::string_view probe_suffix) const {
   const std::uint32_t width = page.inline_width;
   const std::uint64_t stored_length = key_suffix_length(page, index);
   if (stored_length > width && probe_suffix.size() > width) {
@@ -292,8 +317,9 @@ namespace {
 // when strictly_greater).  Branch-free halving: the loop runs log2(n)
 // times whatever the data, and compiles to conditional moves.
 template <std::uint32_t Width, bool StrictlyGreater>
-std::uint32_t inline_bound(const unsigned char* array, std::uint32_t low, std::uint32_t high,
-                           std::uint64_t target) {
+[[gnu::always_inline]] inline std::uint32_t inline_bound(const unsigned char* array,
+                                                         std::uint32_t low, std::uint32_t high,
+                                                         std::uint64_t target) {
   using word = std::conditional_t<Width == 2, std::uint16_t,
                                   std::conditional_t<Width == 4, std::uint32_t, std::uint64_t>>;
   const word key = static_cast<word>(target);
@@ -303,7 +329,9 @@ std::uint32_t inline_bound(const unsigned char* array, std::uint32_t low, std::u
     const std::uint32_t half = length / 2;
     const word middle = load_be<word>(base + std::size_t{half - 1} * Width);
     const bool go_right = StrictlyGreater ? middle <= key : middle < key;
-    base = go_right ? base + std::size_t{half} * Width : base;
+    // A mask rather than a conditional: compilers turn `go_right ? a : b`
+    // into a branch, which mispredicts half the time on random probes.
+    base += (std::size_t{half} * Width) & (std::size_t{0} - std::size_t{go_right});
     length -= half;
   }
   std::uint32_t index = static_cast<std::uint32_t>((base - array) / Width);
@@ -315,40 +343,65 @@ std::uint32_t inline_bound(const unsigned char* array, std::uint32_t low, std::u
 }
 
 template <bool StrictlyGreater>
-std::uint32_t inline_bound_any(const unsigned char* array, std::uint32_t width, std::uint32_t low,
-                               std::uint32_t high, std::uint64_t target) {
+[[gnu::always_inline]] inline std::uint32_t inline_bound_any(const unsigned char* array,
+                                                             std::uint32_t width, std::uint32_t low,
+                                                             std::uint32_t high,
+                                                             std::uint64_t target) {
   switch (width) {
-    case 2: return inline_bound<2, StrictlyGreater>(array, low, high, target);
-    case 4: return inline_bound<4, StrictlyGreater>(array, low, high, target);
-    default: return inline_bound<8, StrictlyGreater>(array, low, high, target);
+    case 2:
+      return inline_bound<2, StrictlyGreater>(array, low, high, target);
+    case 4:
+      return inline_bound<4, StrictlyGreater>(array, low, high, target);
+    default:
+      return inline_bound<8, StrictlyGreater>(array, low, high, target);
   }
 }
 
 template <bool StrictlyGreater>
 std::uint32_t inline_bound_any(const page_view& page, std::uint32_t low, std::uint32_t high,
                                std::uint64_t target) {
-  return inline_bound_any<StrictlyGreater>(page.bytes + page.sections.inline_keys, page.inline_width, low, high,
-                                           target);
+  return inline_bound_any<StrictlyGreater>(page.bytes + page.sections.inline_keys,
+                                           page.inline_width, low, high, target);
 }
 
 // Keys of at most eight bytes whose suffix fits the inline width compare as
 // big-endian integers, and so do the page's prefix and inline keys: the
-// count below a probe is a masked compare and a branch-free search.  The
+// position of a probe is a masked compare and a branch-free search.  The
 // caller has checked that the inline keys lie in the page.
-std::uint32_t integer_count_below(const unsigned char* page_bytes, std::uint32_t prefix_length,
-                                  std::uint32_t width, std::uint32_t count, std::uint64_t word, bool or_equal) {
+struct integer_position {
+  std::uint32_t index;  // keys < word (or <= word when or_equal)
+  bool equal;           // the key at index equals word (or_equal false only)
+};
+
+template <bool OrEqual>
+[[gnu::always_inline]] inline integer_position integer_search(const unsigned char* page_bytes,
+                                                              std::uint32_t prefix_length,
+                                                              std::uint32_t width,
+                                                              std::uint32_t count,
+                                                              std::uint64_t word) {
   const std::uint32_t prefix_bits = 8 * prefix_length;
   if (prefix_bits > 0) {
     // The eight bytes at the prefix section lie in the page (it starts at
     // 32 and pages are at least 512 bytes); bytes past the prefix are masked.
     const std::uint64_t mask = ~std::uint64_t{0} << (64 - prefix_bits);
     const std::uint64_t prefix = load_be<std::uint64_t>(page_bytes + page_header_size) & mask;
-    if ((word & mask) != prefix) return (word & mask) < prefix ? 0 : count;
+    if ((word & mask) != prefix) return {(word & mask) < prefix ? 0 : count, false};
   }
   const std::uint64_t target = prefix_bits >= 64 ? 0 : (word << prefix_bits) >> (64 - 8 * width);
   const unsigned char* inline_keys = page_bytes + align8(page_header_size + prefix_length);
-  return or_equal ? inline_bound_any<true>(inline_keys, width, 0, count, target)
-                  : inline_bound_any<false>(inline_keys, width, 0, count, target);
+  const std::uint32_t index = inline_bound_any<OrEqual>(inline_keys, width, 0, count, target);
+  if constexpr (OrEqual) {
+    return {index, false};
+  } else {
+    return {index, index < count && format::load_inline_key(inline_keys, index, width) == target};
+  }
+}
+
+std::uint32_t integer_count_below(const unsigned char* page_bytes, std::uint32_t prefix_length,
+                                  std::uint32_t width, std::uint32_t count, std::uint64_t word,
+                                  bool or_equal) {
+  return or_equal ? integer_search<true>(page_bytes, prefix_length, width, count, word).index
+                  : integer_search<false>(page_bytes, prefix_length, width, count, word).index;
 }
 
 }  // namespace
@@ -364,7 +417,6 @@ std::uint64_t padded_word(const void* bytes, std::size_t length) {
   return load_be<std::uint64_t>(padded);
 }
 
-
 }  // namespace
 
 bool reader_core::integer_search_applies(const page_view& page, std::string_view probe) const {
@@ -374,7 +426,8 @@ bool reader_core::integer_search_applies(const page_view& page, std::string_view
          page.sections.tail_width == 0;
 }
 
-std::uint32_t reader_core::count_below(const page_view& page, std::string_view probe, bool or_equal) const {
+std::uint32_t reader_core::count_below(const page_view& page, std::string_view probe,
+                                       bool or_equal) const {
   if (integer_search_applies(page, probe)) {
     return integer_count_below(page.bytes, page.prefix_length, page.inline_width, page.count,
                                padded_word(probe.data(), probe.size()), or_equal);
@@ -389,8 +442,8 @@ std::uint32_t reader_core::count_below(const page_view& page, std::string_view p
     if (order > 0) return page.count;
   }
   const std::string_view suffix = probe.substr(prefix_length);
-  const std::uint64_t target =
-      inline_key_of(reinterpret_cast<const unsigned char*>(suffix.data()), suffix.size(), page.inline_width);
+  const std::uint64_t target = inline_key_of(reinterpret_cast<const unsigned char*>(suffix.data()),
+                                             suffix.size(), page.inline_width);
   const std::uint32_t below = inline_bound_any<false>(page, 0, page.count, target);
   if (below == page.count || page.inline_key(below) != target) return below;
   // A tie: the full keys decide, within the run of equal inline keys.
@@ -429,61 +482,127 @@ std::uint32_t reader_core::descend(std::string_view key) const {
   return number;
 }
 
-void reader_core::prefetch_page(std::uint32_t number) const {
-  // Every line of a small page at once, so that its misses overlap instead
-  // of following one another through the search.
-  const unsigned char* bytes = base_ + std::uint64_t{number} * info_.page_size;
-  const std::uint32_t span = std::min<std::uint32_t>(info_.page_size, prefetch_bytes);
-  for (std::uint32_t offset = 0; offset < span; offset += 64) __builtin_prefetch(bytes + offset);
+// The header fields an integer search reads, loaded once per page.
+struct reader_core::integer_layout {
+  std::uint32_t width;
+  std::uint32_t count;
+  std::uint32_t prefix_length;
+  std::uint32_t inline_keys;  // offset of the inline key array
+};
+
+bool reader_core::read_integer_layout(const unsigned char* bytes, std::uint32_t level,
+                                      integer_layout& layout) const noexcept {
+  layout.width = bytes[page::inline_width_offset];
+  layout.count = load_le<std::uint16_t>(bytes + page::count_offset);
+  layout.prefix_length = load_le<std::uint16_t>(bytes + page::prefix_length_offset);
+  layout.inline_keys = align8(page_header_size + layout.prefix_length);
+  const page_kind kind = level == 0 ? page_kind::leaf : page_kind::inner;
+  // One branch for every check: a usable page is the rule.
+  const bool usable = (bytes[page::level_offset] == level) &
+                      (bytes[page::kind_offset] == static_cast<std::uint8_t>(kind)) &
+                      is_valid_inline_width(layout.width) &
+                      (layout.prefix_length <= info_.key_size) &
+                      (info_.key_size - layout.prefix_length <= layout.width) &
+                      (layout.inline_keys + layout.count * layout.width <= info_.page_size);
+  return usable;
+}
+
+// Whether page `bytes` can be searched as integers at `level`: its keys have
+// no tails and its inline keys lie in the page.  The general path reports
+// whatever fails here, if it is damage.
+bool reader_core::integer_page(const unsigned char* bytes, std::uint32_t level) const noexcept {
+  integer_layout layout;
+  return read_integer_layout(bytes, level, layout);
 }
 
 // One inner level for a probe of at most eight bytes, with only the checks
 // that the inline keys read lie in the page.  Returns false, leaving
-// `number` alone, at a page the general path must handle: one whose keys
-// have tails, or one that fails a check (the general path then reports it).
-bool reader_core::integer_step(std::uint64_t word, std::uint32_t level, std::uint32_t& number) const {
+// `number` alone, at a page the general path must handle.
+bool reader_core::integer_step_inline(std::uint64_t word, std::uint32_t level,
+                                      std::uint32_t& number) const {
   const unsigned char* p = base_ + std::uint64_t{number} * info_.page_size;
-  const std::uint32_t width = p[page::inline_width_offset];
-  const std::uint32_t count = load_le<std::uint16_t>(p + page::count_offset);
-  const std::uint32_t prefix_length = load_le<std::uint16_t>(p + page::prefix_length_offset);
-  const bool usable = p[page::level_offset] == level &&
-                      p[page::kind_offset] == static_cast<std::uint8_t>(page_kind::inner) &&
-                      is_valid_inline_width(width) && prefix_length <= info_.key_size &&
-                      info_.key_size - prefix_length <= width &&
-                      align8(page_header_size + prefix_length) + count * width <= info_.page_size;
-  if (!usable) return false;
-  const std::uint64_t child = std::uint64_t{level_first_page_[level - 1]} +
-                              load_le<std::uint32_t>(p + page::first_child_offset) +
-                              integer_count_below(p, prefix_length, width, count, word, true);
-  if (child >= level_end_page(level - 1)) {
+  integer_layout layout;
+  if (!read_integer_layout(p, level, layout)) [[unlikely]]
+    return false;
+  const std::uint64_t child =
+      std::uint64_t{level_first_page_[level - 1]} +
+      load_le<std::uint32_t>(p + page::first_child_offset) +
+      integer_search<true>(p, layout.prefix_length, layout.width, layout.count, word).index;
+  if (child >= level_end_page(level - 1)) [[unlikely]] {
     corrupt(number, fmt::format("child page {} outside level {}", child, level - 1));
   }
   number = static_cast<std::uint32_t>(child);
   return true;
 }
 
+bool reader_core::integer_step(std::uint64_t word, std::uint32_t level,
+                               std::uint32_t& number) const {
+  return integer_step_inline(word, level, number);
+}
+
+bool reader_core::integer_leaf_get_inline(std::uint64_t word, std::uint32_t number,
+                                          std::optional<std::string_view>& value) const {
+  const unsigned char* p = base_ + std::uint64_t{number} * info_.page_size;
+  integer_layout layout;
+  if (!read_integer_layout(p, 0, layout)) [[unlikely]]
+    return false;
+  const integer_position found =
+      integer_search<false>(p, layout.prefix_length, layout.width, layout.count, word);
+  if (!found.equal) {
+    value.reset();
+    return true;
+  }
+  if (info_.values == value_kind::bytes) {
+    value = this->value(page(number, 0), found.index);
+    return true;
+  }
+  // Fixed-size values follow the inline keys: keys without tails have no
+  // key data section (spec/FORMAT.md, "Page sections").
+  const std::uint32_t values = align8(layout.inline_keys + layout.count * layout.width);
+  if (values + std::uint64_t{layout.count} * info_.value_size > info_.page_size) [[unlikely]]
+    return false;
+  value = std::string_view(
+      reinterpret_cast<const char*>(p + values + std::size_t{found.index} * info_.value_size),
+      info_.value_size);
+  return true;
+}
+
+bool reader_core::integer_leaf_get(std::uint64_t word, std::uint32_t number,
+                                   std::optional<std::string_view>& value) const {
+  return integer_leaf_get_inline(word, number, value);
+}
+
+bool reader_core::integer_get(std::uint64_t word, std::optional<std::string_view>& value) const {
+  std::uint32_t number = info_.root_page;
+  for (std::uint32_t level = info_.height - 1; level > 0; --level) {
+    if (!integer_step_inline(word, level, number)) [[unlikely]]
+      return false;
+    prefetch_page(number);
+  }
+  return integer_leaf_get_inline(word, number, value);
+}
+
 std::uint64_t reader_core::integer_word(std::string_view key) const noexcept {
   return padded_word(key.data(), key.size());
 }
 
-std::uint32_t reader_core::inner_step(std::string_view key, std::uint32_t level, std::uint32_t number) const {
+std::uint32_t reader_core::inner_step(std::string_view key, std::uint32_t level,
+                                      std::uint32_t number) const {
   const page_view inner = page(number, static_cast<int>(level));
-  const std::uint64_t child =
-      std::uint64_t{level_first_page_[level - 1]} + inner.header_word + count_below(inner, key, true);
+  const std::uint64_t child = std::uint64_t{level_first_page_[level - 1]} + inner.header_word +
+                              count_below(inner, key, true);
   if (child >= level_end_page(level - 1)) {
     corrupt(number, fmt::format("child page {} outside level {}", child, level - 1));
   }
   return static_cast<std::uint32_t>(child);
 }
 
-bool reader_core::key_equals(const page_view& page, std::uint32_t index, std::string_view key) const {
+bool reader_core::key_equals(const page_view& page, std::uint32_t index,
+                             std::string_view key) const {
   if (index < page.count && integer_search_applies(page, key)) {
-    const std::uint32_t prefix_bits = 8 * page.prefix_length;
-    const std::uint64_t word = padded_word(key.data(), key.size());
-    const std::uint64_t mask = prefix_bits == 0 ? 0 : ~std::uint64_t{0} << (64 - prefix_bits);
-    const std::uint64_t prefix = load_be<std::uint64_t>(page.bytes + page_header_size) & mask;
-    const std::uint64_t target = prefix_bits >= 64 ? 0 : (word << prefix_bits) >> (64 - 8 * page.inline_width);
-    return (word & mask) == prefix && page.inline_key(index) == target;
+    const integer_position found = integer_search<false>(
+        page.bytes, page.prefix_length, page.inline_width, page.count, integer_word(key));
+    return found.equal && found.index == index;
   }
   if (index >= page.count || key.size() < page.prefix_length ||
       (page.prefix_length > 0 &&
@@ -491,8 +610,8 @@ bool reader_core::key_equals(const page_view& page, std::uint32_t index, std::st
     return false;
   }
   const std::string_view suffix = key.substr(page.prefix_length);
-  return inline_key_of(reinterpret_cast<const unsigned char*>(suffix.data()), suffix.size(), page.inline_width) ==
-             page.inline_key(index) &&
+  return inline_key_of(reinterpret_cast<const unsigned char*>(suffix.data()), suffix.size(),
+                       page.inline_width) == page.inline_key(index) &&
          compare_tied(page, index, suffix) == 0;
 }
 

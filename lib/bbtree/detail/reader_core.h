@@ -8,6 +8,7 @@
 // error(corrupt), never a read outside [base, base + size).
 #pragma once
 
+#include <bbtree/detail/page_view.h>
 #include <bbtree/error.h>
 #include <bbtree/format/layout.h>
 #include <bbtree/reader.h>
@@ -26,27 +27,6 @@ namespace bbtree::detail {
 // `prefix`, or nothing when there is none (prefix empty or all 0xFF): the
 // exclusive end of a prefix range, for reader and shard sets alike.
 std::optional<std::string> prefix_successor(std::string_view prefix);
-
-// A page's header fields and section offsets, checked against the page size.
-struct page_view {
-  const unsigned char* bytes = nullptr;
-  std::uint32_t number = 0;
-  format::page_kind kind = format::page_kind::leaf;
-  std::uint32_t level = 0;
-  std::uint32_t inline_width = 8;
-  std::uint32_t count = 0;
-  std::uint32_t prefix_length = 0;
-  std::uint64_t header_word = 0;  // first_rank (leaf) or first_child (inner)
-  std::uint32_t heap_end = 0;
-  format::page_sections sections;
-
-  std::string_view prefix() const {
-    return {reinterpret_cast<const char*>(bytes + sections.prefix), prefix_length};
-  }
-  std::uint64_t inline_key(std::uint32_t index) const {
-    return format::load_inline_key(bytes + sections.inline_keys, index, inline_width);
-  }
-};
 
 // A variable-length item located in the page or the blob region.
 struct item_view {
@@ -67,7 +47,9 @@ class reader_core {
   const unsigned char* base() const noexcept { return base_; }
   std::uint64_t size() const noexcept { return size_; }
   const file_info& info() const noexcept { return info_; }
-  std::uint32_t level_first_page(std::uint32_t level) const noexcept { return level_first_page_[level]; }
+  std::uint32_t level_first_page(std::uint32_t level) const noexcept {
+    return level_first_page_[level];
+  }
   // One past the last page of `level`.
   std::uint32_t level_end_page(std::uint32_t level) const noexcept {
     return level + 1 < info_.height ? level_first_page_[level + 1] : info_.page_count;
@@ -80,7 +62,8 @@ class reader_core {
   // Inline, with one branch for all checks: every lookup calls it once a
   // level.
   [[gnu::always_inline]] page_view page(std::uint32_t number, int expected_level) const {
-    if (number - 1 >= info_.page_count - 1) [[unlikely]] corrupt(number, "page number out of range");
+    if (number - 1 >= info_.page_count - 1) [[unlikely]]
+      corrupt(number, "page number out of range");
     page_view view;
     view.number = number;
     view.bytes = base_ + std::uint64_t{number} * info_.page_size;
@@ -96,14 +79,18 @@ class reader_core {
                            ? format::load_le<std::uint64_t>(p + format::page::first_rank_offset)
                            : format::load_le<std::uint32_t>(p + format::page::first_child_offset);
     view.heap_end = format::load_le<std::uint32_t>(p + format::page::heap_end_offset);
-    view.sections = format::compute_sections(view.kind, view.count, view.prefix_length, view.inline_width,
-                                             info_.keys, info_.key_size, info_.values, info_.value_size);
-    const bool level_ok = expected_level < 0 || view.level == static_cast<std::uint32_t>(expected_level);
-    const bool kind_ok = view.kind == (view.level == 0 ? format::page_kind::leaf : format::page_kind::inner);
+    view.sections =
+        format::compute_sections(view.kind, view.count, view.prefix_length, view.inline_width,
+                                 info_.keys, info_.key_size, info_.values, info_.value_size);
+    const bool level_ok =
+        expected_level < 0 || view.level == static_cast<std::uint32_t>(expected_level);
+    const bool kind_ok =
+        view.kind == (view.level == 0 ? format::page_kind::leaf : format::page_kind::inner);
     const bool width_ok = format::is_valid_inline_width(view.inline_width);
     const bool fits = view.prefix_length <= prefix_limit_ && view.sections.heap <= view.heap_end &&
                       view.heap_end <= info_.page_size;
-    if (!(level_ok & kind_ok & width_ok & fits)) [[unlikely]] diagnose_page(view, expected_level);
+    if (!(level_ok & kind_ok & width_ok & fits)) [[unlikely]]
+      diagnose_page(view, expected_level);
     return view;
   }
 
@@ -138,10 +125,29 @@ class reader_core {
   // general path must take over.
   std::uint32_t inner_step(std::string_view key, std::uint32_t level, std::uint32_t number) const;
   bool integer_step(std::uint64_t word, std::uint32_t level, std::uint32_t& number) const;
+  // The lookup of an integer probe (integer_probe() true) on raw page
+  // bytes, from the root or from its leaf.  Returns false where the general
+  // path must take over: a page whose keys have tails, or one that fails a
+  // check (the general path then reports it).
+  bool integer_get(std::uint64_t word, std::optional<std::string_view>& value) const;
+  bool integer_leaf_get(std::uint64_t word, std::uint32_t leaf,
+                        std::optional<std::string_view>& value) const;
+  bool integer_page(const unsigned char* bytes, std::uint32_t level) const noexcept;
+  struct integer_layout;
+  // The bodies of integer_step and integer_leaf_get, inlined into
+  // integer_get so that one lookup is one function.
+  [[gnu::always_inline]] inline bool integer_step_inline(std::uint64_t word, std::uint32_t level,
+                                                         std::uint32_t& number) const;
+  [[gnu::always_inline]] inline bool integer_leaf_get_inline(
+      std::uint64_t word, std::uint32_t leaf, std::optional<std::string_view>& value) const;
+  [[gnu::always_inline]] inline bool read_integer_layout(const unsigned char* bytes,
+                                                         std::uint32_t level,
+                                                         integer_layout& layout) const noexcept;
   // Whether a probe has the size of this file's keys, at most eight bytes,
   // so that it can be searched as an integer.
   bool integer_probe(std::string_view key) const noexcept {
-    return info_.keys != format::key_kind::bytes && info_.key_size <= 8 && key.size() == info_.key_size;
+    return info_.keys != format::key_kind::bytes && info_.key_size <= 8 &&
+           key.size() == info_.key_size;
   }
   std::uint64_t integer_word(std::string_view key) const noexcept;
   // Whether entry `index` of `page` equals `key`.
@@ -155,15 +161,29 @@ class reader_core {
   std::uint64_t rank_of(position at) const;
   position at_rank(std::uint64_t rank) const;
 
-  // Starts loading the first prefetch_bytes of a page into the cache.
-  void prefetch_page(std::uint32_t number) const;
+  // Starts loading the first prefetch_bytes of a page into the cache: every
+  // line of a small page at once, so that its misses overlap instead of
+  // following one another through the search.  A constant span unrolls to
+  // 16 instructions; for a 512-byte page it also loads the next page, which
+  // is harmless (a prefetch never faults, even past the mapping).
+  //
+  // GCC 12 drops every prefetch from `if (span == constant) { loop to the
+  // constant }`: check the disassembly for prefetcht0 after changing this.
+  void prefetch_page(std::uint32_t number) const {
+    const unsigned char* page_bytes = base_ + std::uint64_t{number} * info_.page_size;
+#pragma GCC unroll 16
+    for (std::uint32_t offset = 0; offset < prefetch_bytes; offset += 64)
+      __builtin_prefetch(page_bytes + offset);
+  }
   static constexpr std::uint32_t prefetch_bytes = 1024;
 
   cursor make_cursor(position at) const { return cursor(this, at.leaf, at.index); }
 
   // Throws the specific error for a page that failed page()'s checks.
-  [[noreturn, gnu::cold, gnu::noinline]] void diagnose_page(const page_view& view, int expected_level) const;
-  [[noreturn, gnu::cold, gnu::noinline]] void corrupt(std::uint32_t page_number, std::string_view what) const;
+  [[noreturn, gnu::cold, gnu::noinline]] void diagnose_page(const page_view& view,
+                                                            int expected_level) const;
+  [[noreturn, gnu::cold, gnu::noinline]] void corrupt(std::uint32_t page_number,
+                                                      std::string_view what) const;
 
  private:
   void validate_header();
