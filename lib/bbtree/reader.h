@@ -212,6 +212,7 @@ class cursor {
   bool fixed_values_ = false;     // the file's values are u64, fixed or none
   std::uint32_t value_size_ = 0;  // their size when fixed
   mutable std::string key_buffer_;
+  mutable char integer_key_[8] = {};  // key() of keys of at most eight bytes
 };
 
 class entry_range {

@@ -327,24 +327,46 @@ std::size_t reader::get_many(std::span<const std::string_view> keys,
 void cursor::load_leaf() {
   leaf_page_ = {};
   if (core_ == nullptr || leaf_ >= core_->end_leaf()) return;
-  const file_info& info = core_->info();
-  fixed_values_ = info.values != value_kind::bytes;
-  value_size_ = info.value_size;
   page_view leaf = core_->page(leaf_, 0);
   if (index_ >= leaf.count) [[unlikely]] {
-    // Positions are normalized where they are made; this keeps value()'s
-    // unchecked read inside the leaf whatever a caller passes.
+    // Past an empty leaf, or a position one past a leaf's last entry: the
+    // next entry, in this file or, in a set, the next shard.
     const auto next = core_->normalize(leaf_, index_);
     leaf_ = next.leaf;
     index_ = next.index;
+    if (set_ != nullptr && leaf_ >= core_->end_leaf()) enter_next_shard();
     if (leaf_ >= core_->end_leaf()) return;
     leaf = core_->page(leaf_, 0);
   }
+  const file_info& info = core_->info();
+  fixed_values_ = info.values != value_kind::bytes;
+  value_size_ = info.value_size;
   leaf_page_ = leaf;
 }
 
 std::string_view cursor::key() const {
   if (is_end()) throw error(errc::invalid_argument, "key() of the end cursor");
+  const file_info& info = core_->info();
+  const std::uint32_t prefix_length = leaf_page_.prefix_length;
+  if (info.keys != key_kind::bytes && info.key_size <= 8 && leaf_page_.sections.tail_width == 0 &&
+      prefix_length <= info.key_size) {
+    // A key of at most eight bytes is the page's prefix followed by the
+    // leading bytes of its inline key: one word, no string building.
+    const std::uint32_t suffix_length = info.key_size - prefix_length;
+    const std::uint32_t prefix_bits = 8 * prefix_length;
+    std::uint64_t word =
+        prefix_bits == 0
+            ? 0
+            : format::load_be<std::uint64_t>(leaf_page_.bytes + format::page_header_size) &
+                  (~std::uint64_t{0} << (64 - prefix_bits));
+    if (suffix_length > 0) {
+      const std::uint64_t suffix =
+          leaf_page_.inline_key(index_) >> (8 * (leaf_page_.inline_width - suffix_length));
+      word |= suffix << (64 - prefix_bits - 8 * suffix_length);
+    }
+    format::store_be(reinterpret_cast<unsigned char*>(integer_key_), word);
+    return {integer_key_, info.key_size};
+  }
   key_buffer_.clear();
   core_->append_key(leaf_page_, index_, key_buffer_);
   return key_buffer_;
@@ -362,10 +384,11 @@ std::uint64_t cursor::rank() const noexcept {
 }
 
 cursor& cursor::step_to_next_leaf() {
-  if (core_ == nullptr) return *this;
-  const auto next = core_->next({leaf_, index_});
-  leaf_ = next.leaf;
-  index_ = next.index;
+  // The end stays the end; otherwise the next leaf's first entry, which
+  // load_leaf finds past any empty leaves.
+  if (core_ == nullptr || is_end()) return *this;
+  ++leaf_;
+  index_ = 0;
   if (set_ != nullptr && leaf_ >= core_->end_leaf()) [[unlikely]]
     enter_next_shard();
   load_leaf();
