@@ -52,10 +52,13 @@ const peer_entry peers[] = {
     {"absl::btree_map", make_absl_btree},
 };
 
-const char* const all_metrics[] = {
-    "build_sorted", "build_unsorted", "bytes_per_entry", "first_answer_warm", "first_answer_cold",
-    "lookup_hit",   "lookup_miss",    "batch_hit",       "batch_miss",        "scan100",
-    "full_scan",    "verify"};
+const char* const all_metrics[] = {"build_sorted",      "build_unsorted",
+                                   "bytes_per_entry",   "first_answer_warm",
+                                   "first_answer_cold", "open_answer_warm",
+                                   "open_answer_cold",  "lookup_hit",
+                                   "lookup_miss",       "batch_hit",
+                                   "batch_miss",        "scan100",
+                                   "full_scan",         "verify"};
 
 struct settings {
   bool quick = false;
@@ -89,7 +92,8 @@ bool selected(const std::vector<std::string>& filter, const std::string& name) {
   for (const auto& f : filter) {
     if (f == name) return true;
     // "u64" selects u64-1M and u64-10M.
-    if (name.size() > f.size() && name.compare(0, f.size(), f) == 0 && name[f.size()] == '-') return true;
+    if (name.size() > f.size() && name.compare(0, f.size(), f) == 0 && name[f.size()] == '-')
+      return true;
   }
   return false;
 }
@@ -98,7 +102,8 @@ bool selected(const std::vector<std::string>& filter, const std::string& name) {
 // Results
 
 struct row {
-  std::string dataset, peer, metric, hugepages;  // hugepages: off, on, or "-" where it does not apply
+  std::string dataset, peer, metric,
+      hugepages;  // hugepages: off, on, or "-" where it does not apply
   double value = 0, min = 0, max = 0;
   std::string unit;
   int reps = 0;
@@ -115,8 +120,8 @@ double median(std::vector<double> v) {
 }
 
 row& record(const std::string& dataset, const std::string& peer, const std::string& metric,
-            const std::string& hugepages, const std::vector<double>& samples, const std::string& unit,
-            const std::string& config) {
+            const std::string& hugepages, const std::vector<double>& samples,
+            const std::string& unit, const std::string& config) {
   row r;
   r.dataset = dataset;
   r.peer = peer;
@@ -129,8 +134,8 @@ row& record(const std::string& dataset, const std::string& peer, const std::stri
   r.reps = static_cast<int>(samples.size());
   r.config = config;
   results.push_back(r);
-  std::fprintf(stderr, "  %-16s %-18s %-4s %12.4g %-12s (min %.4g, max %.4g, n=%d)\n", peer.c_str(), metric.c_str(),
-               hugepages.c_str(), r.value, unit.c_str(), r.min, r.max, r.reps);
+  std::fprintf(stderr, "  %-16s %-18s %-4s %12.4g %-12s (min %.4g, max %.4g, n=%d)\n", peer.c_str(),
+               metric.c_str(), hugepages.c_str(), r.value, unit.c_str(), r.min, r.max, r.reps);
   return results.back();
 }
 
@@ -140,7 +145,8 @@ row& record(const std::string& dataset, const std::string& peer, const std::stri
 std::uint64_t now_ns() {
   timespec ts;
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u +
+         static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
 template <class F>
@@ -154,12 +160,13 @@ void expect(const std::string& what, const tally& got, std::uint64_t hits, std::
             std::uint64_t entries) {
   if (got.hits != hits || got.digest != digest || got.entries != entries) {
     char text[512];
-    std::snprintf(text, sizeof text,
-                  "%s: WRONG ANSWERS: hits %llu (expected %llu), digest %016llx (expected %016llx), "
-                  "entries %llu (expected %llu)",
-                  what.c_str(), (unsigned long long)got.hits, (unsigned long long)hits,
-                  (unsigned long long)got.digest, (unsigned long long)digest, (unsigned long long)got.entries,
-                  (unsigned long long)entries);
+    std::snprintf(
+        text, sizeof text,
+        "%s: WRONG ANSWERS: hits %llu (expected %llu), digest %016llx (expected %016llx), "
+        "entries %llu (expected %llu)",
+        what.c_str(), (unsigned long long)got.hits, (unsigned long long)hits,
+        (unsigned long long)got.digest, (unsigned long long)digest, (unsigned long long)got.entries,
+        (unsigned long long)entries);
     fail(text);
   }
 }
@@ -192,13 +199,20 @@ std::string from_hex(std::string_view hex) {
   return out;
 }
 
-// Spawns `bbtree-bench --first-answer ...`; returns microseconds from before
-// posix_spawn to the child's answer on its stdout.
-double spawn_first_answer(const std::string& peer, data_kind kind, const std::string& file, std::string_view key,
-                          bool huge, std::uint64_t expected_digest, const std::string& what) {
+// The two clocks of a first answer, in microseconds.
+struct first_answer_time {
+  double spawn_to_answer;  // from before posix_spawn to the answer on the child's stdout
+  double open_to_answer;   // in the child: from before opening the file to the answer
+};
+
+// Spawns `bbtree-bench --first-answer ...` and checks its answer.
+first_answer_time spawn_first_answer(const std::string& peer, data_kind kind,
+                                     const std::string& file, std::string_view key, bool huge,
+                                     std::uint64_t expected_digest, const std::string& what) {
   const std::string self = self_path();
   const std::string hex = to_hex(key);
-  std::vector<std::string> args = {self, "--first-answer", peer, to_string(kind), file, hex, huge ? "on" : "off"};
+  std::vector<std::string> args = {self, "--first-answer",   peer, to_string(kind), file,
+                                   hex,  huge ? "on" : "off"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -209,7 +223,8 @@ double spawn_first_answer(const std::string& peer, data_kind kind, const std::st
   posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
   pid_t pid;
   const std::uint64_t start = now_ns();
-  if (posix_spawn(&pid, self.c_str(), &actions, nullptr, argv.data(), environ) != 0) fail("posix_spawn");
+  if (posix_spawn(&pid, self.c_str(), &actions, nullptr, argv.data(), environ) != 0)
+    fail("posix_spawn");
   ::close(fds[1]);
   std::string answer;
   char buffer[256];
@@ -223,12 +238,14 @@ double spawn_first_answer(const std::string& peer, data_kind kind, const std::st
   posix_spawn_file_actions_destroy(&actions);
   int status = 0;
   ::waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail(what + ": first-answer child failed: '" + answer + "'");
-  unsigned long long hits = 0, digest = 0;
-  if (std::sscanf(answer.c_str(), "%llu %llx", &hits, &digest) != 2 || hits != 1 || digest != expected_digest) {
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    fail(what + ": first-answer child failed: '" + answer + "'");
+  unsigned long long hits = 0, digest = 0, open_ns = 0;
+  if (std::sscanf(answer.c_str(), "%llu %llx %llu", &hits, &digest, &open_ns) != 3 || hits != 1 ||
+      digest != expected_digest) {
     fail(what + ": first-answer child gave a wrong answer: '" + answer + "'");
   }
-  return static_cast<double>(end - start) / 1000.0;
+  return {static_cast<double>(end - start) / 1000.0, static_cast<double>(open_ns) / 1000.0};
 }
 
 int first_answer_child(int argc, char** argv) {
@@ -240,6 +257,7 @@ int first_answer_child(int argc, char** argv) {
   const std::string key = from_hex(argv[5]);
   const bool huge = std::string_view(argv[6]) == "on";
   tally t;
+  const std::uint64_t start = now_ns();
   if (peer == "none") {
     t.hits = 1;  // the spawn baseline: no file opened
   } else {
@@ -252,7 +270,9 @@ int first_answer_child(int argc, char** argv) {
     const std::string_view keys[1] = {key};
     t = r->lookup(keys);
   }
-  std::printf("%llu %llx\n", (unsigned long long)t.hits, (unsigned long long)t.digest);
+  const std::uint64_t open_ns = now_ns() - start;
+  std::printf("%llu %llx %llu\n", (unsigned long long)t.hits, (unsigned long long)t.digest,
+              (unsigned long long)open_ns);
   std::fflush(stdout);
   ::_exit(0);  // the answer is out; skip the teardown
 }
@@ -260,7 +280,7 @@ int first_answer_child(int argc, char** argv) {
 void drop_from_page_cache(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return;  // a file the peer does not keep (e.g. a lock file)
-  ::fdatasync(fd);      // dirty pages cannot be dropped
+  ::fdatasync(fd);     // dirty pages cannot be dropped
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
   ::close(fd);
 }
@@ -307,10 +327,12 @@ void run_peer(const settings& s, const dataset& d, const peer_entry& entry) {
   }
   if (want("bytes_per_entry")) {
     // In-memory peers: heap bytes (their config says so).
-    record(ds, peer, "bytes_per_entry", "-", {static_cast<double>(r->footprint(file)) / n}, "B", build_config);
+    record(ds, peer, "bytes_per_entry", "-", {static_cast<double>(r->footprint(file)) / n}, "B",
+           build_config);
   }
 
-  const std::vector<bool> modes = caps.huge ? std::vector<bool>{false, true} : std::vector<bool>{false};
+  const std::vector<bool> modes =
+      caps.huge ? std::vector<bool>{false, true} : std::vector<bool>{false};
   for (const bool huge : modes) {
     const std::string hp = huge ? "on" : "off";
     const std::string config = r->config(huge);
@@ -320,7 +342,8 @@ void run_peer(const settings& s, const dataset& d, const peer_entry& entry) {
     // Warm up: every hit once (faults the mapping in, fills caches).
     expect(what + " warm-up", r->lookup(d.hits), d.hits.size(), d.hits_digest, 0);
 
-    const auto per_op = [&](const char* metric, std::size_t ops, const std::string& unit, auto&& run) {
+    const auto per_op = [&](const char* metric, std::size_t ops, const std::string& unit,
+                            auto&& run) {
       std::vector<double> samples;
       for (int i = 0; i < s.reps; ++i) samples.push_back(time_ns(run) / static_cast<double>(ops));
       record(ds, peer, metric, hp, samples, unit, config);
@@ -336,7 +359,8 @@ void run_peer(const settings& s, const dataset& d, const peer_entry& entry) {
     }
     if (caps.batched && want("batch_hit")) {
       per_op("batch_hit", d.hits.size(), "ns/key", [&] {
-        expect(what + " batch_hit", r->lookup_batched(d.hits, s.batch), d.hits.size(), d.hits_digest, 0);
+        expect(what + " batch_hit", r->lookup_batched(d.hits, s.batch), d.hits.size(),
+               d.hits_digest, 0);
       });
     }
     if (caps.batched && want("batch_miss")) {
@@ -345,7 +369,8 @@ void run_peer(const settings& s, const dataset& d, const peer_entry& entry) {
     }
     if (caps.scans && want("scan100")) {
       per_op("scan100", d.scan_entries, "ns/entry", [&] {
-        expect(what + " scan100", r->scan(d.scan_starts, d.scan_length), 0, d.scan_digest, d.scan_entries);
+        expect(what + " scan100", r->scan(d.scan_starts, d.scan_length), 0, d.scan_digest,
+               d.scan_entries);
       });
     }
     if (caps.scans && want("full_scan")) {
@@ -365,36 +390,58 @@ void run_peer(const settings& s, const dataset& d, const peer_entry& entry) {
     r->close();
   }
 
-  if (caps.file && (want("first_answer_warm") || want("first_answer_cold"))) {
+  const bool want_warm = want("first_answer_warm") || want("open_answer_warm");
+  const bool want_cold = (want("first_answer_cold") || want("open_answer_cold")) && s.cold;
+  if (caps.file && (want_warm || want_cold)) {
     const std::string_view key = d.hits.front();
-    const std::size_t index =
-        static_cast<std::size_t>(std::lower_bound(d.keys.begin(), d.keys.end(), key) - d.keys.begin());
+    const std::size_t index = static_cast<std::size_t>(
+        std::lower_bound(d.keys.begin(), d.keys.end(), key) - d.keys.begin());
+    // Both clocks of each run: the spawn-inclusive one, and the child's own
+    // from open to answer, which is what an application that is already
+    // running pays.
+    const auto record_both = [&](const std::vector<first_answer_time>& times,
+                                 const std::string& suffix, const std::string& hp,
+                                 const std::string& config) {
+      std::vector<double> spawn_to_answer, open_to_answer;
+      for (const auto& t : times) {
+        spawn_to_answer.push_back(t.spawn_to_answer);
+        open_to_answer.push_back(t.open_to_answer);
+      }
+      if (want(("first_answer_" + suffix).c_str()))
+        record(ds, peer, "first_answer_" + suffix, hp, spawn_to_answer, "us", config);
+      if (want(("open_answer_" + suffix).c_str()))
+        record(ds, peer, "open_answer_" + suffix, hp, open_to_answer, "us", config);
+    };
     for (const bool huge : modes) {
       const std::string hp = huge ? "on" : "off";
       const std::string what = ds + " " + peer + " first answer hugepages=" + hp;
       const std::string config = r->config(huge);
-      if (want("first_answer_warm")) {
-        spawn_first_answer(peer, d.spec.kind, file, key, huge, d.digests[index], what);  // warm the cache
-        std::vector<double> samples;
+      if (want_warm) {
+        spawn_first_answer(peer, d.spec.kind, file, key, huge, d.digests[index],
+                           what);  // warm the cache
+        std::vector<first_answer_time> times;
         for (int i = 0; i < s.first_answer_reps; ++i) {
-          samples.push_back(spawn_first_answer(peer, d.spec.kind, file, key, huge, d.digests[index], what));
+          times.push_back(
+              spawn_first_answer(peer, d.spec.kind, file, key, huge, d.digests[index], what));
         }
-        record(ds, peer, "first_answer_warm", hp, samples, "us", config);
+        record_both(times, "warm", hp, config);
       }
-      if (want("first_answer_cold") && s.cold) {
-        std::vector<double> samples;
+      if (want_cold) {
+        std::vector<first_answer_time> times;
         for (int i = 0; i < s.cold_reps; ++i) {
           for (const auto& f : r->files(file)) drop_from_page_cache(f);
-          samples.push_back(spawn_first_answer(peer, d.spec.kind, file, key, huge, d.digests[index], what));
+          times.push_back(
+              spawn_first_answer(peer, d.spec.kind, file, key, huge, d.digests[index], what));
         }
-        record(ds, peer, "first_answer_cold", hp, samples, "us", config + "; data files dropped with POSIX_FADV_DONTNEED");
+        record_both(times, "cold", hp, config + "; data files dropped with POSIX_FADV_DONTNEED");
       }
     }
   }
 
   const std::vector<std::string> files = r->files(file);
   r.reset();
-  std::fprintf(stderr, "  %-16s (%.1f s)\n", entry.name, static_cast<double>(now_ns() - peer_start) / 1e9);
+  std::fprintf(stderr, "  %-16s (%.1f s)\n", entry.name,
+               static_cast<double>(now_ns() - peer_start) / 1e9);
   if (!s.keep_files && caps.file) {
     for (const auto& f : files) ::unlink(f.c_str());
   }
@@ -432,8 +479,9 @@ std::vector<std::string> host_lines(const settings& s, int argc, char** argv) {
       "cpu: " + host_cpu() + " (" + std::to_string(::sysconf(_SC_NPROCESSORS_ONLN)) + " online)",
       "kernel: " + std::string(u.sysname) + " " + u.release + " " + u.machine,
       "transparent_hugepage: " + read_line("/sys/kernel/mm/transparent_hugepage/enabled"),
-      "mode: " + std::string(s.quick ? "quick" : "full") + ", lookups " + std::to_string(s.lookups) + ", scans " +
-          std::to_string(s.scans) + " x 100, reps " + std::to_string(s.reps) + ", batch " + std::to_string(s.batch),
+      "mode: " + std::string(s.quick ? "quick" : "full") + ", lookups " +
+          std::to_string(s.lookups) + ", scans " + std::to_string(s.scans) + " x 100, reps " +
+          std::to_string(s.reps) + ", batch " + std::to_string(s.batch),
       "command: " + command,
       "note: " + (s.note.empty() ? std::string("-") : s.note),
   };
@@ -452,7 +500,9 @@ std::string csv_field(const std::string& text) {
 // The bbtree row a result compares with: same dataset, metric and huge pages.
 const row* bbtree_row(const row& r) {
   for (const auto& b : results) {
-    if (b.peer == "bbtree" && b.dataset == r.dataset && b.metric == r.metric && b.hugepages == r.hugepages) return &b;
+    if (b.peer == "bbtree" && b.dataset == r.dataset && b.metric == r.metric &&
+        b.hugepages == r.hugepages)
+      return &b;
   }
   return nullptr;
 }
@@ -467,24 +517,29 @@ std::string ratio_text(const row& r) {
 
 void write_csv(const std::string& path) {
   std::ofstream out(path);
-  out << "dataset,peer,metric,hugepages,median,min,max,unit,reps,ratio_vs_bbtree,huge_kb,rss_kb,mapped_kb,config\n";
+  out << "dataset,peer,metric,hugepages,median,min,max,unit,reps,ratio_vs_bbtree,huge_kb,rss_kb,"
+         "mapped_kb,config\n";
   for (const auto& r : results) {
     char numbers[160];
     std::snprintf(numbers, sizeof numbers, "%.6g,%.6g,%.6g", r.value, r.min, r.max);
-    out << csv_field(r.dataset) << ',' << csv_field(r.peer) << ',' << r.metric << ',' << r.hugepages << ','
-        << numbers << ',' << csv_field(r.unit) << ',' << r.reps << ',' << ratio_text(r) << ','
-        << (r.huge_kb >= 0 ? std::to_string(r.huge_kb) : "") << ','
+    out << csv_field(r.dataset) << ',' << csv_field(r.peer) << ',' << r.metric << ',' << r.hugepages
+        << ',' << numbers << ',' << csv_field(r.unit) << ',' << r.reps << ',' << ratio_text(r)
+        << ',' << (r.huge_kb >= 0 ? std::to_string(r.huge_kb) : "") << ','
         << (r.rss_kb >= 0 ? std::to_string(r.rss_kb) : "") << ','
-        << (r.mapped_kb >= 0 ? std::to_string(r.mapped_kb) : "") << ',' << csv_field(r.config) << '\n';
+        << (r.mapped_kb >= 0 ? std::to_string(r.mapped_kb) : "") << ',' << csv_field(r.config)
+        << '\n';
   }
   if (!out) fail("cannot write " + path);
 }
 
 std::string format_value(double v) {
   char text[32];
-  if (v >= 100) std::snprintf(text, sizeof text, "%.0f", v);
-  else if (v >= 10) std::snprintf(text, sizeof text, "%.1f", v);
-  else std::snprintf(text, sizeof text, "%.2f", v);
+  if (v >= 100)
+    std::snprintf(text, sizeof text, "%.0f", v);
+  else if (v >= 10)
+    std::snprintf(text, sizeof text, "%.1f", v);
+  else
+    std::snprintf(text, sizeof text, "%.2f", v);
   return text;
 }
 
@@ -492,12 +547,14 @@ void write_markdown(const std::string& path, const std::vector<std::string>& hos
   std::ofstream out(path);
   out << "# bbtree-bench results\n\n";
   for (const auto& line : host) out << "- " << line << "\n";
-  out << "\nCells: median (ratio = peer / bbtree with the same huge-page setting; for times and sizes, "
+  out << "\nCells: median (ratio = peer / bbtree with the same huge-page setting; for times and "
+         "sizes, "
          "above 1 means bbtree is faster or smaller). `hp` = huge pages requested; `huge MiB` = "
          "AnonHugePages + FilePmdMapped of the data's mapping(s) after the read metrics (smaps).\n";
   std::vector<std::string> datasets;
   for (const auto& r : results) {
-    if (std::find(datasets.begin(), datasets.end(), r.dataset) == datasets.end()) datasets.push_back(r.dataset);
+    if (std::find(datasets.begin(), datasets.end(), r.dataset) == datasets.end())
+      datasets.push_back(r.dataset);
   }
   for (const auto& ds : datasets) {
     std::vector<std::string> metrics;
@@ -505,11 +562,13 @@ void write_markdown(const std::string& path, const std::vector<std::string>& hos
     std::map<std::string, std::string> units;
     for (const auto& r : results) {
       if (r.dataset != ds) continue;
-      if (std::find(metrics.begin(), metrics.end(), r.metric) == metrics.end()) metrics.push_back(r.metric);
+      if (std::find(metrics.begin(), metrics.end(), r.metric) == metrics.end())
+        metrics.push_back(r.metric);
       units[r.metric] = r.unit;
       // Metrics that do not depend on huge pages are shown on the "off" line.
       const std::string hp = r.hugepages == "-" ? "off" : r.hugepages;
-      if (std::find(lines.begin(), lines.end(), std::make_pair(r.peer, hp)) == lines.end()) lines.emplace_back(r.peer, hp);
+      if (std::find(lines.begin(), lines.end(), std::make_pair(r.peer, hp)) == lines.end())
+        lines.emplace_back(r.peer, hp);
     }
     out << "\n## " << ds << "\n\n| peer | hp |";
     for (const auto& m : metrics) out << ' ' << m << " (" << units[m] << ") |";
@@ -533,9 +592,11 @@ void write_markdown(const std::string& path, const std::vector<std::string>& hos
         }
         if (found->huge_kb >= 0) huge_kb = found->huge_kb;
         const std::string ratio = peer == "bbtree" ? "" : ratio_text(*found);
-        out << ' ' << format_value(found->value) << (ratio.empty() ? "" : " (" + ratio + "x)") << " |";
+        out << ' ' << format_value(found->value) << (ratio.empty() ? "" : " (" + ratio + "x)")
+            << " |";
       }
-      out << ' ' << (huge_kb >= 0 ? format_value(static_cast<double>(huge_kb) / 1024) : "") << " |\n";
+      out << ' ' << (huge_kb >= 0 ? format_value(static_cast<double>(huge_kb) / 1024) : "")
+          << " |\n";
     }
   }
   std::set<std::pair<std::string, std::string>> configs;
@@ -546,11 +607,15 @@ void write_markdown(const std::string& path, const std::vector<std::string>& hos
 }
 
 void usage() {
-  std::fprintf(stderr,
-               "usage: bbtree-bench [--quick] [--csv FILE] [--markdown FILE] [--dataset LIST] [--peer LIST]\n"
-               "                    [--metric LIST] [--workdir DIR] [--keep-files] [--no-cold] [--lookups N]\n"
-               "                    [--reps N] [--note TEXT] [--list]\n"
-               "LISTs are comma-separated; a dataset kind (u64, str, fix16) selects all its sizes.\n");
+  std::fprintf(
+      stderr,
+      "usage: bbtree-bench [--quick] [--csv FILE] [--markdown FILE] [--dataset LIST] [--peer "
+      "LIST]\n"
+      "                    [--metric LIST] [--workdir DIR] [--keep-files] [--no-cold] [--lookups "
+      "N]\n"
+      "                    [--reps N] [--note TEXT] [--page-size BYTES] [--list]\n"
+      "LISTs are comma-separated; a dataset kind (u64, str, fix16) selects all its sizes.\n"
+      "--page-size: bbtree's page size (default: the library's default).\n");
 }
 
 std::vector<dataset_spec> dataset_specs(bool quick) {
@@ -578,19 +643,35 @@ int run(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--quick") s.quick = true;
-    else if (a == "--csv") s.csv_path = next();
-    else if (a == "--markdown") s.markdown_path = next();
-    else if (a == "--dataset") s.datasets = split(next());
-    else if (a == "--peer") s.peers = split(next());
-    else if (a == "--metric") s.metrics = split(next());
-    else if (a == "--workdir") s.workdir = next();
-    else if (a == "--keep-files") s.keep_files = true;
-    else if (a == "--no-cold") s.cold = false;
-    else if (a == "--lookups") { s.lookups = std::stoul(next()); lookups_set = true; }
-    else if (a == "--reps") s.reps = std::stoi(next());
-    else if (a == "--list") list = true;
-    else if (a == "--note") s.note = next();
+    if (a == "--quick")
+      s.quick = true;
+    else if (a == "--csv")
+      s.csv_path = next();
+    else if (a == "--markdown")
+      s.markdown_path = next();
+    else if (a == "--dataset")
+      s.datasets = split(next());
+    else if (a == "--peer")
+      s.peers = split(next());
+    else if (a == "--metric")
+      s.metrics = split(next());
+    else if (a == "--workdir")
+      s.workdir = next();
+    else if (a == "--keep-files")
+      s.keep_files = true;
+    else if (a == "--no-cold")
+      s.cold = false;
+    else if (a == "--lookups") {
+      s.lookups = std::stoul(next());
+      lookups_set = true;
+    } else if (a == "--reps")
+      s.reps = std::stoi(next());
+    else if (a == "--list")
+      list = true;
+    else if (a == "--note")
+      s.note = next();
+    else if (a == "--page-size")
+      bbtree_page_size = static_cast<std::uint32_t>(std::stoul(next()));
     else {
       usage();
       return 2;
@@ -626,12 +707,17 @@ int run(int argc, char** argv) {
 
   // The cost of starting this binary and reading its answer, to subtract
   // from first-answer figures.
-  if (selected(s.metrics, "first_answer_warm")) {
-    std::vector<double> samples;
+  if (selected(s.metrics, "first_answer_warm") || selected(s.metrics, "open_answer_warm")) {
+    std::vector<double> spawn_to_answer, open_to_answer;
     for (int i = 0; i < s.first_answer_reps; ++i) {
-      samples.push_back(spawn_first_answer("none", data_kind::u64, "-", "", false, 0, "spawn baseline"));
+      const first_answer_time t =
+          spawn_first_answer("none", data_kind::u64, "-", "", false, 0, "spawn baseline");
+      spawn_to_answer.push_back(t.spawn_to_answer);
+      open_to_answer.push_back(t.open_to_answer);
     }
-    record("-", "(spawn only)", "first_answer_warm", "-", samples, "us", "the child answers without opening a file");
+    const char* config = "the child answers without opening a file";
+    record("-", "(spawn only)", "first_answer_warm", "-", spawn_to_answer, "us", config);
+    record("-", "(spawn only)", "open_answer_warm", "-", open_to_answer, "us", config);
   }
 
   for (const auto& spec : dataset_specs(s.quick)) {
@@ -639,8 +725,9 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "[%s] generating %zu entries\n", spec.name.c_str(), spec.entries);
     const std::uint64_t start = now_ns();
     const dataset d = generate(spec, std::min(s.lookups, spec.entries), s.scans);
-    std::fprintf(stderr, "[%s] generated in %.1f s (%.1f MiB keys, %.1f MiB values)\n", spec.name.c_str(),
-                 static_cast<double>(now_ns() - start) / 1e9, static_cast<double>(d.key_arena.size()) / 1048576.0,
+    std::fprintf(stderr, "[%s] generated in %.1f s (%.1f MiB keys, %.1f MiB values)\n",
+                 spec.name.c_str(), static_cast<double>(now_ns() - start) / 1e9,
+                 static_cast<double>(d.key_arena.size()) / 1048576.0,
                  static_cast<double>(d.value_arena.size()) / 1048576.0);
     for (const auto& p : peers) {
       if (!selected(s.peers, p.name)) continue;

@@ -39,11 +39,11 @@ struct tally {
 };
 
 struct peer_caps {
-  bool file = true;          // builds a file (else: an in-memory structure)
+  bool file = true;  // builds a file (else: an in-memory structure)
   bool unsorted_build = true;
-  bool huge = false;         // has a huge-page reading mode
+  bool huge = false;  // has a huge-page reading mode
   bool scans = false;
-  bool batched = false;      // get_many
+  bool batched = false;  // get_many
   bool verify = false;
 };
 
@@ -107,7 +107,7 @@ class runner final : public peer_runner {
 
   tally lookup_batched(std::span<const std::string_view> keys, std::size_t batch) override {
     tally t;
-    if constexpr (requires(std::uint64_t& d) { peer_.get_many(keys, d); }) {
+    if constexpr (requires(std::uint64_t & d) { peer_.get_many(keys, d); }) {
       for (std::size_t at = 0; at < keys.size(); at += batch) {
         const auto part = keys.subspan(at, std::min(batch, keys.size() - at));
         t.hits += peer_.get_many(part, t.digest);
@@ -164,13 +164,16 @@ template <template <data_kind> class Peer>
 std::unique_ptr<peer_runner> make_runner(data_kind kind) {
   switch (kind) {
     case data_kind::u64:
-      if constexpr (Peer<data_kind::u64>::supported) return std::make_unique<runner<Peer<data_kind::u64>>>();
+      if constexpr (Peer<data_kind::u64>::supported)
+        return std::make_unique<runner<Peer<data_kind::u64>>>();
       break;
     case data_kind::fix16:
-      if constexpr (Peer<data_kind::fix16>::supported) return std::make_unique<runner<Peer<data_kind::fix16>>>();
+      if constexpr (Peer<data_kind::fix16>::supported)
+        return std::make_unique<runner<Peer<data_kind::fix16>>>();
       break;
     case data_kind::str:
-      if constexpr (Peer<data_kind::str>::supported) return std::make_unique<runner<Peer<data_kind::str>>>();
+      if constexpr (Peer<data_kind::str>::supported)
+        return std::make_unique<runner<Peer<data_kind::str>>>();
       break;
   }
   return nullptr;
@@ -185,6 +188,9 @@ std::unique_ptr<peer_runner> make_mtbl(data_kind kind);
 std::unique_ptr<peer_runner> make_sqlite(data_kind kind);
 std::unique_ptr<peer_runner> make_marisa(data_kind kind);
 std::unique_ptr<peer_runner> make_cdb(data_kind kind);
+// bbtree's page size for builds (bbtree-bench --page-size); 0: the
+// library's default.
+extern std::uint32_t bbtree_page_size;
 std::unique_ptr<peer_runner> make_bbtree(data_kind kind);
 
 // Helpers shared by the adapters.

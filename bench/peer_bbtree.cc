@@ -23,7 +23,10 @@ class bbtree_peer {
     return peer_caps{.huge = true, .scans = true, .batched = true, .verify = true};
   }
   static std::string config(bool huge) {
-    return std::string("4 KiB pages (default), memory_mode::") + (huge ? "copy_huge_pages" : "map");
+    const std::uint32_t page_size =
+        bbtree_page_size != 0 ? bbtree_page_size : format::default_page_size;
+    return std::to_string(page_size) + "-byte pages" + (bbtree_page_size == 0 ? " (default)" : "") +
+           ", memory_mode::" + (huge ? "copy_huge_pages" : "map");
   }
 
   void build(const dataset& d, bool sorted_input, const std::string& file) {
@@ -39,6 +42,7 @@ class bbtree_peer {
     options.values = K == data_kind::str ? value_kind::bytes : value_kind::u64;
     options.overwrite = true;
     options.sync = false;
+    if (bbtree_page_size != 0) options.page_size = bbtree_page_size;
     if (sorted_input) {
       builder b(file, options);
       for (std::size_t i = 0; i < d.size(); ++i) b.add(d.keys[i], d.values[i]);
@@ -112,6 +116,8 @@ class bbtree_peer {
 };
 
 }  // namespace
+
+std::uint32_t bbtree_page_size = 0;
 
 std::unique_ptr<peer_runner> make_bbtree(data_kind kind) { return make_runner<bbtree_peer>(kind); }
 
