@@ -129,9 +129,8 @@ class cursor {
   std::string_view value() const {
     // Fixed-size values (and none) are an array in the leaf, which page()
     // checked lies inside it: no decoding and no further check.
-    if (fixed_values_ && leaf_page_.bytes != nullptr) {
-      return {reinterpret_cast<const char*>(leaf_page_.bytes + leaf_page_.sections.values +
-                                            std::size_t{index_} * value_size_),
+    if (fixed_values_ != nullptr) {
+      return {reinterpret_cast<const char*>(fixed_values_ + std::size_t{index_} * value_size_),
               value_size_};
     }
     return variable_value();
@@ -143,7 +142,7 @@ class cursor {
   // Within a leaf, a step is an increment: the leaf's header was decoded
   // and checked when the cursor arrived at it.
   cursor& operator++() {
-    if (leaf_page_.bytes != nullptr && index_ + 1 < leaf_page_.count) {
+    if (index_ + 1 < leaf_page_.count) {  // count is 0 at the end
       ++index_;
       return *this;
     }
@@ -209,8 +208,10 @@ class cursor {
   // Invariant: leaf_page_ is page leaf_ of core_, decoded and checked,
   // whenever the cursor is at an entry; its bytes are null at the end.
   detail::page_view leaf_page_{};
-  bool fixed_values_ = false;     // the file's values are u64, fixed or none
-  std::uint32_t value_size_ = 0;  // their size when fixed
+  // The leaf's value array when values have a fixed size (u64, fixed or
+  // none), else null; null at the end.
+  const unsigned char* fixed_values_ = nullptr;
+  std::uint32_t value_size_ = 0;
   mutable std::string key_buffer_;
   mutable char integer_key_[8] = {};  // key() of keys of at most eight bytes
 };

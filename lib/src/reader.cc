@@ -326,6 +326,7 @@ std::size_t reader::get_many(std::span<const std::string_view> keys,
 
 void cursor::load_leaf() {
   leaf_page_ = {};
+  fixed_values_ = nullptr;
   if (core_ == nullptr || leaf_ >= core_->end_leaf()) return;
   page_view leaf = core_->page(leaf_, 0);
   if (index_ >= leaf.count) [[unlikely]] {
@@ -339,7 +340,7 @@ void cursor::load_leaf() {
     leaf = core_->page(leaf_, 0);
   }
   const file_info& info = core_->info();
-  fixed_values_ = info.values != value_kind::bytes;
+  fixed_values_ = info.values != value_kind::bytes ? leaf.bytes + leaf.sections.values : nullptr;
   value_size_ = info.value_size;
   leaf_page_ = leaf;
 }
