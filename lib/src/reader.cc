@@ -277,48 +277,7 @@ std::size_t reader::get_many(std::span<const std::string_view> keys,
   if (out.size() != keys.size()) {
     throw error(errc::invalid_argument, "get_many: keys and out differ in size");
   }
-  const reader_core& core = *core_;
-  const file_info& info = core.info();
-  // Groups small enough that their pages stay in cache between levels, and
-  // large enough that a level's misses overlap.
-  constexpr std::size_t group = 32;
-  std::uint32_t pages[group];
-  std::uint64_t words[group];
-  bool integer[group];
-  std::size_t found = 0;
-  for (std::size_t start = 0; start < keys.size(); start += group) {
-    const std::size_t n = std::min(group, keys.size() - start);
-    for (std::size_t i = 0; i < n; ++i) {
-      pages[i] = info.root_page;
-      integer[i] = core.integer_probe(keys[start + i]);
-      words[i] = integer[i] ? core.integer_word(keys[start + i]) : 0;
-    }
-    for (std::uint32_t level = info.height - 1; level > 0; --level) {
-      for (std::size_t i = 0; i < n; ++i) {
-        if (!integer[i] || !core.integer_step(words[i], level, pages[i])) {
-          integer[i] = false;
-          pages[i] = core.inner_step(keys[start + i], level, pages[i]);
-        }
-        core.prefetch_page(pages[i]);
-      }
-    }
-    for (std::size_t i = 0; i < n; ++i) {
-      if (integer[i] && core.integer_leaf_get(words[i], pages[i], out[start + i])) {
-        found += out[start + i].has_value();
-        continue;
-      }
-      const page_view leaf = core.page(pages[i], 0);
-      const std::string_view key = keys[start + i];
-      const std::uint32_t index = core.count_below(leaf, key, false);
-      if (core.key_equals(leaf, index, key)) {
-        out[start + i] = core.value(leaf, index);
-        ++found;
-      } else {
-        out[start + i] = std::nullopt;
-      }
-    }
-  }
-  return found;
+  return core_->get_many(keys, out);
 }
 
 // ---------------------------------------------------------------------------

@@ -490,6 +490,9 @@ struct reader_core::integer_layout {
   std::uint32_t inline_keys;  // offset of the inline key array
 };
 
+// Reads the layout of page `bytes` and tells whether it can be searched as
+// integers at `level`: its keys have no tails and its inline keys lie in
+// the page.  The general path reports whatever fails here, if it is damage.
 bool reader_core::read_integer_layout(const unsigned char* bytes, std::uint32_t level,
                                       integer_layout& layout) const noexcept {
   layout.width = bytes[page::inline_width_offset];
@@ -507,19 +510,11 @@ bool reader_core::read_integer_layout(const unsigned char* bytes, std::uint32_t 
   return usable;
 }
 
-// Whether page `bytes` can be searched as integers at `level`: its keys have
-// no tails and its inline keys lie in the page.  The general path reports
-// whatever fails here, if it is damage.
-bool reader_core::integer_page(const unsigned char* bytes, std::uint32_t level) const noexcept {
-  integer_layout layout;
-  return read_integer_layout(bytes, level, layout);
-}
-
 // One inner level for a probe of at most eight bytes, with only the checks
 // that the inline keys read lie in the page.  Returns false, leaving
 // `number` alone, at a page the general path must handle.
-bool reader_core::integer_step_inline(std::uint64_t word, std::uint32_t level,
-                                      std::uint32_t& number) const {
+bool reader_core::integer_step(std::uint64_t word, std::uint32_t level,
+                               std::uint32_t& number) const {
   const unsigned char* p = base_ + std::uint64_t{number} * info_.page_size;
   integer_layout layout;
   if (!read_integer_layout(p, level, layout)) [[unlikely]]
@@ -535,13 +530,8 @@ bool reader_core::integer_step_inline(std::uint64_t word, std::uint32_t level,
   return true;
 }
 
-bool reader_core::integer_step(std::uint64_t word, std::uint32_t level,
-                               std::uint32_t& number) const {
-  return integer_step_inline(word, level, number);
-}
-
-bool reader_core::integer_leaf_get_inline(std::uint64_t word, std::uint32_t number,
-                                          std::optional<std::string_view>& value) const {
+bool reader_core::integer_leaf_get(std::uint64_t word, std::uint32_t number,
+                                   std::optional<std::string_view>& value) const {
   const unsigned char* p = base_ + std::uint64_t{number} * info_.page_size;
   integer_layout layout;
   if (!read_integer_layout(p, 0, layout)) [[unlikely]]
@@ -567,19 +557,14 @@ bool reader_core::integer_leaf_get_inline(std::uint64_t word, std::uint32_t numb
   return true;
 }
 
-bool reader_core::integer_leaf_get(std::uint64_t word, std::uint32_t number,
-                                   std::optional<std::string_view>& value) const {
-  return integer_leaf_get_inline(word, number, value);
-}
-
 bool reader_core::integer_get(std::uint64_t word, std::optional<std::string_view>& value) const {
   std::uint32_t number = info_.root_page;
   for (std::uint32_t level = info_.height - 1; level > 0; --level) {
-    if (!integer_step_inline(word, level, number)) [[unlikely]]
+    if (!integer_step(word, level, number)) [[unlikely]]
       return false;
     prefetch_page(number);
   }
-  return integer_leaf_get_inline(word, number, value);
+  return integer_leaf_get(word, number, value);
 }
 
 std::uint64_t reader_core::integer_word(std::string_view key) const noexcept {
@@ -669,6 +654,52 @@ reader_core::position reader_core::at_rank(std::uint64_t rank) const {
   const std::uint64_t first_rank = page(low, 0).header_word;
   const std::uint64_t index = rank >= first_rank ? rank - first_rank : 0;
   return normalize(low, static_cast<std::uint32_t>(std::min<std::uint64_t>(index, 0xFFFFFFFFu)));
+}
+
+std::size_t reader_core::get_many(std::span<const std::string_view> keys,
+                                  std::span<std::optional<std::string_view>> out) const {
+  const reader_core& core = *this;
+  const file_info& info = info_;
+  // Groups small enough that their pages stay in cache between levels, and
+  // large enough that a level's misses overlap.
+  constexpr std::size_t group = 32;
+  std::uint32_t pages[group];
+  std::uint64_t words[group];
+  bool integer[group];
+  std::size_t found = 0;
+  for (std::size_t start = 0; start < keys.size(); start += group) {
+    const std::size_t n = std::min(group, keys.size() - start);
+    for (std::size_t i = 0; i < n; ++i) {
+      pages[i] = info.root_page;
+      integer[i] = core.integer_probe(keys[start + i]);
+      words[i] = integer[i] ? core.integer_word(keys[start + i]) : 0;
+    }
+    for (std::uint32_t level = info.height - 1; level > 0; --level) {
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!integer[i] || !core.integer_step(words[i], level, pages[i])) {
+          integer[i] = false;
+          pages[i] = core.inner_step(keys[start + i], level, pages[i]);
+        }
+        core.prefetch_page(pages[i]);
+      }
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      if (integer[i] && core.integer_leaf_get(words[i], pages[i], out[start + i])) {
+        found += out[start + i].has_value();
+        continue;
+      }
+      const page_view leaf = core.page(pages[i], 0);
+      const std::string_view key = keys[start + i];
+      const std::uint32_t index = core.count_below(leaf, key, false);
+      if (core.key_equals(leaf, index, key)) {
+        out[start + i] = core.value(leaf, index);
+        ++found;
+      } else {
+        out[start + i] = std::nullopt;
+      }
+    }
+  }
+  return found;
 }
 
 }  // namespace bbtree::detail

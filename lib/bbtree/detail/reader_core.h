@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -118,31 +119,28 @@ class reader_core {
     std::uint32_t index;
   };
   position search(std::string_view key, bool or_equal) const;
+  // reader::get_many, once its arguments are checked.
+  std::size_t get_many(std::span<const std::string_view> keys,
+                       std::span<std::optional<std::string_view>> out) const;
   // The leaf holding `key` if the index has it: the page and the entry.
   std::uint32_t descend(std::string_view key) const;
-  // The child of inner page `number` at `level` that leads to `key`: the
-  // general path, and the integer path, which returns false where the
-  // general path must take over.
+  // The child of inner page `number` at `level` that leads to `key`.
   std::uint32_t inner_step(std::string_view key, std::uint32_t level, std::uint32_t number) const;
-  bool integer_step(std::uint64_t word, std::uint32_t level, std::uint32_t& number) const;
   // The lookup of an integer probe (integer_probe() true) on raw page
-  // bytes, from the root or from its leaf.  Returns false where the general
-  // path must take over: a page whose keys have tails, or one that fails a
-  // check (the general path then reports it).
+  // bytes, with only the checks that keep reads inside the page.  Returns
+  // false where the general path must take over: a page whose keys have
+  // tails, or one that fails a check (the general path then reports it).
   bool integer_get(std::uint64_t word, std::optional<std::string_view>& value) const;
-  bool integer_leaf_get(std::uint64_t word, std::uint32_t leaf,
-                        std::optional<std::string_view>& value) const;
-  bool integer_page(const unsigned char* bytes, std::uint32_t level) const noexcept;
+  // Its parts, inlined into integer_get, get_many and descend so that a
+  // lookup runs without calls (lib/src/reader_core.cc only).
   struct integer_layout;
-  // The bodies of integer_step and integer_leaf_get, inlined into
-  // integer_get so that one lookup is one function.
-  [[gnu::always_inline]] inline bool integer_step_inline(std::uint64_t word, std::uint32_t level,
-                                                         std::uint32_t& number) const;
-  [[gnu::always_inline]] inline bool integer_leaf_get_inline(
-      std::uint64_t word, std::uint32_t leaf, std::optional<std::string_view>& value) const;
   [[gnu::always_inline]] inline bool read_integer_layout(const unsigned char* bytes,
                                                          std::uint32_t level,
                                                          integer_layout& layout) const noexcept;
+  [[gnu::always_inline]] inline bool integer_step(std::uint64_t word, std::uint32_t level,
+                                                  std::uint32_t& number) const;
+  [[gnu::always_inline]] inline bool integer_leaf_get(std::uint64_t word, std::uint32_t leaf,
+                                                      std::optional<std::string_view>& value) const;
   // Whether a probe has the size of this file's keys, at most eight bytes,
   // so that it can be searched as an integer.
   bool integer_probe(std::string_view key) const noexcept {
