@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds bbtree-bench in Release and runs it, writing bench/out/results.csv
-# and bench/out/results.md.
+# and bench/out/results.md, and the issue #5 targets checked against them
+# in bench/out/targets.md (bench/targets.py).
 #
 #   bench/run.sh [--quick] [other bbtree-bench flags ...]
 #
@@ -29,4 +30,5 @@ echo "compiler flags: $flags" >&2
 "$build/bench/bbtree-bench" --workdir "$work" --note "CXXFLAGS_RELEASE=$flags" \
   --csv "$out/results.csv" --markdown "$out/results.md" "$@"
 rmdir "$work" 2>/dev/null || true
-echo "wrote $out/results.csv and $out/results.md" >&2
+python3 "$here/targets.py" "$out/results.csv" > "$out/targets.md"
+echo "wrote $out/results.csv, $out/results.md and $out/targets.md" >&2
