@@ -21,7 +21,9 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -45,6 +47,8 @@ using format::is_valid_key_kind;
 using format::is_valid_page_size;
 using format::is_valid_value_kind;
 using format::key_kind;
+using format::load_be;
+using format::load_le;
 using format::magic;
 using format::max_fixed_size;
 using format::max_height;
@@ -57,6 +61,7 @@ using format::page_header_size;
 using format::page_kind;
 using format::page_sections;
 using format::slot_size;
+using format::store_be;
 using format::store_inline_key;
 using format::store_le;
 using format::value_kind;
@@ -71,9 +76,10 @@ void validate(const build_options& options) {
   if (!is_valid_value_kind(static_cast<std::uint8_t>(options.values))) {
     throw error(errc::invalid_argument, "invalid value kind");
   }
-  if (options.keys == key_kind::fixed && (options.key_size < 1 || options.key_size > max_fixed_size)) {
-    throw error(errc::invalid_argument,
-                fmt::format("fixed key size {} is outside 1..{}", options.key_size, max_fixed_size));
+  if (options.keys == key_kind::fixed &&
+      (options.key_size < 1 || options.key_size > max_fixed_size)) {
+    throw error(errc::invalid_argument, fmt::format("fixed key size {} is outside 1..{}",
+                                                    options.key_size, max_fixed_size));
   }
   if (options.values == value_kind::fixed &&
       (options.value_size < 1 || options.value_size > max_fixed_size)) {
@@ -96,7 +102,8 @@ void validate(const build_options& options) {
     for (std::size_t j = 0; j < i; ++j) {
       if (options.metadata[i].first == options.metadata[j].first) {
         throw error(errc::invalid_argument,
-                    fmt::format("metadata key {} is given twice", detail::quote_key(options.metadata[i].first)));
+                    fmt::format("metadata key {} is given twice",
+                                detail::quote_key(options.metadata[i].first)));
       }
     }
   }
@@ -126,7 +133,7 @@ struct file_shape {
   key_kind keys;
   std::uint32_t key_size;  // 0 for byte strings
   value_kind values;
-  std::uint32_t value_size;
+  std::uint32_t value_size;  // 0 for none and byte strings
   std::uint32_t page_size;
   std::uint32_t inline_limit;
   std::uint32_t prefix_cap;
@@ -148,201 +155,514 @@ std::uint32_t heap_bytes_of_item(std::uint64_t length, std::uint32_t inline_limi
   return length > inline_limit ? external_record_size : static_cast<std::uint32_t>(length);
 }
 
-// One open page: its keys (and, for leaves, values) held until it closes.
-// Values of byte-string kind that are stored out of the page are already in
-// the blob file; the page keeps their 16-byte external record instead.
+// Copies `length` bytes.  Keys and values are mostly a few bytes long, and a
+// call to memcpy costs more than copying those: up to 16 bytes are moved as
+// two overlapping words.
+inline void copy_bytes(unsigned char* to, const void* from, std::size_t length) noexcept {
+  const auto* source = static_cast<const unsigned char*>(from);
+  if (length > 16) {
+    std::memcpy(to, source, length);
+  } else if (length >= 8) {
+    std::memcpy(to, source, 8);
+    std::memcpy(to + length - 8, source + length - 8, 8);
+  } else if (length >= 4) {
+    std::memcpy(to, source, 4);
+    std::memcpy(to + length - 4, source + length - 4, 4);
+  } else if (length > 0) {
+    to[0] = source[0];
+    to[length / 2] = source[length / 2];
+    to[length - 1] = source[length - 1];
+  }
+}
+
+// Zeroes the padding between two sections of a page.
+inline void zero_gap(unsigned char* page, std::uint32_t from, std::uint32_t to) noexcept {
+  if (to > from) std::memset(page + from, 0, to - from);
+}
+
+// The length of the common prefix of a and b, looked for in their first
+// `limit` bytes only.  Both hold at least `size` bytes; limit <= size.  A
+// page's prefix only ever shrinks, so the builder compares a new key with
+// the page's first key only as far as the current prefix.
+inline std::uint32_t shared_prefix(const unsigned char* a, const unsigned char* b,
+                                   std::uint32_t size, std::uint32_t limit) noexcept {
+  std::uint32_t position = 0;
+  while (position < limit) {
+    if (size - position >= 8) {
+      const std::uint64_t difference =
+          load_le<std::uint64_t>(a + position) ^ load_le<std::uint64_t>(b + position);
+      if (difference != 0) {
+        return std::min(limit,
+                        position + static_cast<std::uint32_t>(std::countr_zero(difference)) / 8);
+      }
+      position += 8;
+    } else {
+      if (a[position] != b[position]) return position;
+      ++position;
+    }
+  }
+  return limit;
+}
+
+// A growable byte array whose append is a bounds check and a copy: every key
+// and value passes through one, and std::string::append costs more than the
+// copy of an 8-byte item.
+class byte_buffer {
+ public:
+  std::size_t size() const noexcept { return size_; }
+  unsigned char* data() noexcept { return data_.get(); }
+  const unsigned char* data() const noexcept { return data_.get(); }
+  void clear() noexcept { size_ = 0; }
+  // Growing keeps every byte, also those past size(): open pages of a fixed
+  // layout write their entries at fixed places and never call extend().
+  void reserve(std::size_t capacity) {
+    if (capacity > capacity_) grow(capacity - size_);
+  }
+  // Makes room for `length` more bytes at the end and returns where they go.
+  unsigned char* extend(std::size_t length) {
+    if (length > capacity_ - size_) grow(length);
+    unsigned char* end = data_.get() + size_;
+    size_ += length;
+    return end;
+  }
+  void append(const void* bytes, std::size_t length) { copy_bytes(extend(length), bytes, length); }
+
+ private:
+  void grow(std::size_t length) {
+    const std::size_t capacity = std::max({2 * capacity_, size_ + length, std::size_t{256}});
+    std::unique_ptr<unsigned char[]> larger(new unsigned char[capacity]);
+    if (capacity_ > 0) std::memcpy(larger.get(), data_.get(), capacity_);
+    data_ = std::move(larger);
+    capacity_ = capacity;
+  }
+
+  std::unique_ptr<unsigned char[]> data_;
+  std::size_t size_ = 0;
+  std::size_t capacity_ = 0;
+};
+
+// Sizes of fixed-size keys and values known when the builder is compiled, so
+// that the common ones (u64 keys and values, 16-byte hashes) are copied and
+// compared with a move or two; runtime_size takes them from the file_shape.
+inline constexpr std::uint32_t runtime_size = 0xFFFFFFFFu;
+
+// A value as an open page holds it: for byte-string values stored out of the
+// page (already in the blob file), `bytes` is the 16-byte external record.
+struct stored_value {
+  std::string_view bytes;
+  std::uint64_t length = 0;      // byte-string values: the value's own length
+  std::uint32_t heap_bytes = 0;  // byte-string values: its size in the page's heap
+  bool external = false;
+};
+
+// One open page: its keys (and, for leaves, values) held until it closes,
+// when serialize() lays the page out.  The layout (the prefix, the inline
+// width, where each section starts) depends on every key of the page, so
+// entries are kept packed (fixed-size keys and values back to back, byte
+// strings with their end offsets) and placed once, when the page is full.
 class open_page {
  public:
   open_page(const file_shape& shape, page_kind kind, std::uint8_t level)
-      : shape_(shape), kind_(kind), level_(level) {}
+      : shape_(shape),
+        kind_(kind),
+        level_(level),
+        fixed_layout_(shape.keys != key_kind::bytes &&
+                      (kind == page_kind::inner || shape.values != value_kind::bytes)) {}
 
-  std::uint32_t count() const { return static_cast<std::uint32_t>(keys_.size()); }
-  bool empty() const { return keys_.empty(); }
-  std::string_view key(std::size_t index) const {
-    return std::string_view(arena_).substr(keys_[index].offset, keys_[index].length);
-  }
-  std::string_view last_key() const { return key(keys_.size() - 1); }
-
-  // Whether the page still fits with one more entry (key, and a value whose
-  // in-page size is value_heap_bytes for byte-string values).
-  bool fits(std::string_view key, std::uint32_t value_heap_bytes) const {
-    std::uint32_t prefix_length = prefix_length_;
-    if (keys_.empty()) {
-      prefix_length = std::min<std::uint32_t>(static_cast<std::uint32_t>(key.size()), shape_.prefix_cap);
-    } else {
-      prefix_length = std::min<std::uint32_t>(
-          prefix_length, static_cast<std::uint32_t>(common_prefix_length(this->key(0), key)));
+  std::uint32_t count() const noexcept { return count_; }
+  bool empty() const noexcept { return count_ == 0; }
+  std::string_view key(std::uint32_t index) const noexcept {
+    const auto* bytes = reinterpret_cast<const char*>(keys_.data());
+    if (shape_.key_size != 0) {
+      return {bytes + std::size_t{index} * shape_.key_size, shape_.key_size};
     }
-    std::uint64_t heap = 0;
-    if (prefix_length == prefix_length_ && !keys_.empty()) {
-      heap = key_heap_bytes_ + value_heap_bytes_;
-    } else {
-      heap = recompute_key_heap(prefix_length) + value_heap_bytes_;
-    }
-    heap += key_heap_bytes(key.size(), prefix_length) + value_heap_bytes;
-    return size_with(count() + 1, prefix_length, heap) <= shape_.page_size;
+    const std::uint32_t begin = index == 0 ? 0 : key_ends_[index - 1];
+    return {bytes + begin, key_ends_[index] - begin};
   }
+  std::string_view last_key() const noexcept { return key(count_ - 1); }
 
-  // `value_bytes` is the value, or its external record when value_external.
-  void append(std::string_view key, std::string_view value_bytes, std::uint32_t value_heap_bytes,
-              bool value_external = false, std::uint64_t value_length = 0) {
-    const std::uint32_t new_prefix =
-        keys_.empty() ? std::min<std::uint32_t>(static_cast<std::uint32_t>(key.size()), shape_.prefix_cap)
-                      : std::min<std::uint32_t>(prefix_length_, static_cast<std::uint32_t>(
-                                                                    common_prefix_length(this->key(0), key)));
-    keys_.push_back({arena_.size(), static_cast<std::uint32_t>(key.size())});
-    arena_.append(key);
-    values_.push_back({arena_.size(), static_cast<std::uint32_t>(value_bytes.size()), value_external,
-                       value_external ? value_length : value_bytes.size()});
-    arena_.append(value_bytes);
-    value_heap_bytes_ += value_heap_bytes;
-    if (new_prefix != prefix_length_ || keys_.size() == 1) {
-      prefix_length_ = new_prefix;
-      key_heap_bytes_ = recompute_key_heap(prefix_length_);
+  // Orders `key` against the last key of a non-empty page, as compare_keys.
+  // KeySize: the file's fixed key size, or runtime_size.
+  template <std::uint32_t KeySize>
+  int compare_with_last(std::string_view key) const noexcept {
+    if constexpr (KeySize == 8) {
+      const unsigned char* last = keys_.data() + std::size_t{count_ - 1} * KeySize;
+      const std::uint64_t next_word = load_be<std::uint64_t>(key.data());
+      const std::uint64_t last_word = load_be<std::uint64_t>(last);
+      return (next_word > last_word) - (next_word < last_word);
+    } else if constexpr (KeySize == 16) {
+      const unsigned char* last = keys_.data() + std::size_t{count_ - 1} * KeySize;
+      std::uint64_t next_word = load_be<std::uint64_t>(key.data());
+      std::uint64_t last_word = load_be<std::uint64_t>(last);
+      if (next_word == last_word) {
+        next_word = load_be<std::uint64_t>(key.data() + 8);
+        last_word = load_be<std::uint64_t>(last + 8);
+      }
+      return (next_word > last_word) - (next_word < last_word);
     } else {
-      key_heap_bytes_ += key_heap_bytes(key.size(), prefix_length_);
+      return compare_keys(key, last_key());
     }
   }
 
-  void clear() {
+  // Whether every entry takes the same bytes in the page (fixed-size keys,
+  // and no byte-string values in it): then whether one more fits depends only
+  // on the count and the prefix, and try_append_fixed applies.
+  bool fixed_layout() const noexcept { return fixed_layout_; }
+
+  // Adds an entry to a fixed-layout page if the page still fits with it (an
+  // empty page always takes it), and says whether it did.  `key` has
+  // key_size bytes and `value` value_size bytes.  KeySize and ValueSize: the
+  // file's sizes, or runtime_size; ValueSize is 0 for inner pages.
+  template <std::uint32_t KeySize, std::uint32_t ValueSize>
+  [[gnu::always_inline]] bool try_append_fixed(const char* key, const char* value) {
+    const std::uint32_t key_size = KeySize != runtime_size ? KeySize : shape_.key_size;
+    if (count_ == 0) [[unlikely]] {
+      start_fixed_layout();
+    } else {
+      const auto* first = keys_.data();
+      const auto* next = reinterpret_cast<const unsigned char*>(key);
+      std::uint32_t shared;
+      if constexpr (KeySize == 8) {
+        const std::uint64_t difference =
+            load_le<std::uint64_t>(first) ^ load_le<std::uint64_t>(next);
+        shared = difference == 0 ? 8 : static_cast<std::uint32_t>(std::countr_zero(difference)) / 8;
+        shared = std::min(shared, prefix_length_);
+      } else {
+        shared = shared_prefix(first, next, key_size, prefix_length_);
+      }
+      if (shared != prefix_length_) [[unlikely]] {
+        if (!shrink_fixed_prefix(shared)) return false;
+      }
+      if (count_ >= capacity_) return false;
+    }
+    std::memcpy(keys_.data() + std::size_t{count_} * key_size, key, key_size);
+    const std::uint32_t value_size = ValueSize != runtime_size ? ValueSize : shape_.value_size;
+    if (value_size != 0)
+      std::memcpy(values_.data() + std::size_t{count_} * value_size, value, value_size);
+    ++count_;
+    return true;
+  }
+
+  // Adds an entry if the page still fits with it (an empty page always takes
+  // it), and says whether it did.
+  bool try_append(std::string_view key, const stored_value& value) {
+    if (fixed_layout_) {
+      if (kind_ == page_kind::inner) return try_append_fixed<runtime_size, 0>(key.data(), nullptr);
+      return try_append_fixed<runtime_size, runtime_size>(key.data(), value.bytes.data());
+    }
+    const auto key_length = static_cast<std::uint32_t>(key.size());
+    if (count_ == 0) {
+      prefix_length_ = std::min(key_length, shape_.prefix_cap);
+      key_heap_bytes_ = key_heap_bytes(key_length, prefix_length_);
+    } else {
+      // The first key starts keys_; the prefix is no longer than it.
+      const std::uint32_t first_length = shape_.key_size != 0 ? shape_.key_size : key_ends_[0];
+      const std::uint32_t shared =
+          shared_prefix(keys_.data(), reinterpret_cast<const unsigned char*>(key.data()),
+                        std::min(first_length, key_length), std::min(prefix_length_, key_length));
+      std::uint64_t key_heap = key_heap_bytes_;
+      if (shared != prefix_length_) key_heap = recompute_key_heap(shared);
+      key_heap += key_heap_bytes(key_length, shared);
+      if (!fits(count_ + 1, shared, key_heap + value_heap_bytes_ + value.heap_bytes)) return false;
+      prefix_length_ = shared;
+      key_heap_bytes_ = key_heap;
+    }
+    keys_.append(key.data(), key.size());
+    if (shape_.keys == key_kind::bytes)
+      key_ends_.push_back(static_cast<std::uint32_t>(keys_.size()));
+    if (kind_ == page_kind::leaf) {
+      values_.append(value.bytes.data(), value.bytes.size());
+      if (shape_.values == value_kind::bytes) {
+        value_refs_.push_back({static_cast<std::uint32_t>(values_.size()),
+                               static_cast<std::uint32_t>(value.length), value.external});
+        value_heap_bytes_ += value.heap_bytes;
+      }
+    }
+    ++count_;
+    return true;
+  }
+
+  void clear() noexcept {
+    count_ = 0;
     keys_.clear();
+    key_ends_.clear();
     values_.clear();
-    arena_.clear();
+    value_refs_.clear();
     prefix_length_ = 0;
+    capacity_ = 0;
     key_heap_bytes_ = 0;
     value_heap_bytes_ = 0;
   }
 
-  // Lays the page out into `page` (page_size bytes, zeroed here).  Key
-  // remainders too long for the page are appended to the blob file.
+  // Lays the page out into `page` (page_size bytes, every one written here).
+  // Key remainders too long for the page are appended to the blob file.
   // `header_word` is first_rank for leaves, first_child for inner pages.
   template <typename BlobSink>
   void serialize(unsigned char* page, std::uint32_t page_number, std::uint64_t header_word,
                  BlobSink&& write_blob) const {
-    std::memset(page, 0, shape_.page_size);
-    const std::uint32_t count = this->count();
-    const std::uint32_t width = choose_inline_width(shape_, prefix_length_);
-    const page_sections sections = compute_sections(kind_, count, prefix_length_, width, shape_.keys,
-                                                    shape_.key_size, shape_.values, shape_.value_size);
+    const std::uint32_t count = count_;
+    const std::uint32_t prefix = prefix_length_;
+    const std::uint32_t width = choose_inline_width(shape_, prefix);
+    const page_sections sections =
+        compute_sections(kind_, count, prefix, width, shape_.keys, shape_.key_size, shape_.values,
+                         shape_.value_size);
+    std::memset(page, 0, page_header_size);
     store_le<std::uint32_t>(page + page::page_number_offset, page_number);
     page[page::kind_offset] = static_cast<unsigned char>(kind_);
     page[page::level_offset] = level_;
     page[page::inline_width_offset] = static_cast<unsigned char>(width);
     store_le<std::uint16_t>(page + page::count_offset, static_cast<std::uint16_t>(count));
-    store_le<std::uint16_t>(page + page::prefix_length_offset, static_cast<std::uint16_t>(prefix_length_));
+    store_le<std::uint16_t>(page + page::prefix_length_offset, static_cast<std::uint16_t>(prefix));
     if (kind_ == page_kind::leaf) {
       store_le<std::uint64_t>(page + page::first_rank_offset, header_word);
     } else {
-      store_le<std::uint32_t>(page + page::first_child_offset, static_cast<std::uint32_t>(header_word));
+      store_le<std::uint32_t>(page + page::first_child_offset,
+                              static_cast<std::uint32_t>(header_word));
     }
-    if (count > 0) std::memcpy(page + sections.prefix, key(0).data(), prefix_length_);
+    if (count > 0) std::memcpy(page + sections.prefix, keys_.data(), prefix);
+    zero_gap(page, sections.prefix + prefix, sections.inline_keys);
+    write_inline_keys(page + sections.inline_keys, width);
+    zero_gap(page, sections.inline_keys + count * width, sections.key_data);
+
+    std::uint32_t key_data_end = sections.key_data;
+    if (shape_.keys == key_kind::bytes) {
+      key_data_end += count * slot_size;  // the slots are written with the heap below
+    } else if (sections.tail_width > 0) {
+      const std::uint32_t tail = sections.tail_width;
+      const unsigned char* source = keys_.data() + prefix + width;
+      unsigned char* target = page + sections.key_data;
+      for (std::uint32_t i = 0; i < count; ++i) {
+        copy_bytes(target + std::size_t{i} * tail, source + std::size_t{i} * shape_.key_size, tail);
+      }
+      key_data_end += count * tail;
+    }
+    zero_gap(page, key_data_end, sections.values);
+
+    std::uint32_t values_end = sections.values;
+    if (kind_ == page_kind::leaf) {
+      if (shape_.values == value_kind::bytes) {
+        values_end += count * slot_size;  // written with the heap below
+      } else if (shape_.value_size != 0 && count > 0) {
+        std::memcpy(page + sections.values, values_.data(), std::size_t{count} * shape_.value_size);
+        values_end += count * shape_.value_size;
+      }
+    }
+    zero_gap(page, values_end, sections.heap);
 
     std::uint32_t heap = sections.heap;
-    auto place_item = [&](std::string_view item, std::uint64_t external_length,
-                          const unsigned char* external_record) -> std::uint32_t {
-      // Returns the slot reference of an item: in the heap, or external.
-      if (external_record != nullptr) {
-        std::memcpy(page + heap, external_record, external_record_size);
-        const std::uint32_t reference = heap | external_flag;
-        heap += external_record_size;
-        (void)external_length;
-        return reference;
-      }
-      if (item.empty()) return 0;
-      std::memcpy(page + heap, item.data(), item.size());
-      const std::uint32_t reference = heap;
-      heap += static_cast<std::uint32_t>(item.size());
-      return reference;
-    };
-
-    for (std::uint32_t i = 0; i < count; ++i) {
-      const std::string_view full_key = key(i);
-      const std::string_view suffix = full_key.substr(prefix_length_);
-      store_inline_key(page + sections.inline_keys, i, width,
-                       inline_key_of(reinterpret_cast<const unsigned char*>(suffix.data()),
-                                     suffix.size(), width));
-      if (shape_.keys == key_kind::bytes) {
-        const std::string_view remainder = suffix.size() > width ? suffix.substr(width) : std::string_view();
-        std::uint32_t reference = 0;
-        if (remainder.size() > shape_.inline_limit) {
-          unsigned char record[external_record_size] = {};
-          store_le<std::uint64_t>(record, write_blob(remainder));
-          store_le<std::uint32_t>(record + 8, crc32c(remainder.data(), remainder.size()));
-          reference = place_item({}, remainder.size(), record);
-        } else {
-          reference = place_item(remainder, 0, nullptr);
-        }
-        unsigned char* slot = page + sections.key_data + i * slot_size;
-        store_le<std::uint32_t>(slot, static_cast<std::uint32_t>(suffix.size()));
-        store_le<std::uint32_t>(slot + 4, reference);
-      } else if (sections.tail_width > 0) {
-        std::memcpy(page + sections.key_data + i * sections.tail_width, suffix.data() + width,
-                    sections.tail_width);
-      }
-      if (kind_ != page_kind::leaf) continue;
-      const std::string_view value = std::string_view(arena_).substr(values_[i].offset, values_[i].length);
-      switch (shape_.values) {
-        case value_kind::none: break;
-        case value_kind::u64:
-        case value_kind::fixed:
-          std::memcpy(page + sections.values + i * value.size(), value.data(), value.size());
-          break;
-        case value_kind::bytes: {
-          // The arena holds the value itself, or its external record.
-          std::uint32_t reference = 0;
-          const std::uint64_t length = values_[i].item_length;
-          if (values_[i].external) {
-            reference = place_item({}, length, reinterpret_cast<const unsigned char*>(value.data()));
-          } else {
-            reference = place_item(value, 0, nullptr);
-          }
-          unsigned char* slot = page + sections.values + i * slot_size;
-          store_le<std::uint32_t>(slot, static_cast<std::uint32_t>(length));
-          store_le<std::uint32_t>(slot + 4, reference);
-          break;
-        }
-      }
+    if (shape_.keys == key_kind::bytes ||
+        (kind_ == page_kind::leaf && shape_.values == value_kind::bytes)) {
+      heap = write_heap(page, sections, prefix, std::forward<BlobSink>(write_blob));
     }
+    zero_gap(page, heap, shape_.page_size);
     store_le<std::uint32_t>(page + page::heap_end_offset, heap);
     store_le<std::uint32_t>(page + page::checksum_offset, page_checksum(page, shape_.page_size));
   }
 
  private:
-  struct span_ref {
-    std::size_t offset;
-    std::uint32_t length;
-    bool external = false;          // values: the arena holds an external record
-    std::uint64_t item_length = 0;  // values: the value's own length
+  struct value_ref {
+    std::uint32_t end;     // in values_: the value, or its external record
+    std::uint32_t length;  // the value's own length
+    bool external;
   };
+
+  // The first entry of a fixed-layout page: its prefix is all of the key, up
+  // to the cap, and room for as many entries as fit with that prefix.
+  [[gnu::noinline]] void start_fixed_layout() {
+    prefix_length_ = std::min(shape_.key_size, shape_.prefix_cap);
+    capacity_ = capacity_for(prefix_length_);
+    reserve_entries(capacity_);
+  }
+
+  // A key shares less with the page than its prefix: takes it as the new
+  // prefix if the page, with the key, still fits.
+  [[gnu::noinline]] bool shrink_fixed_prefix(std::uint32_t shared) {
+    const std::uint32_t capacity = capacity_for(shared);
+    if (count_ >= capacity) return false;
+    prefix_length_ = shared;
+    capacity_ = capacity;
+    reserve_entries(capacity_);
+    return true;
+  }
+
+  void reserve_entries(std::uint32_t count) {
+    keys_.reserve(std::size_t{count} * shape_.key_size);
+    if (kind_ == page_kind::leaf) values_.reserve(std::size_t{count} * shape_.value_size);
+  }
+
+  // The inline keys: the first `width` bytes of each key's suffix (after the
+  // prefix), zero-padded, big-endian.
+  void write_inline_keys(unsigned char* out, std::uint32_t width) const {
+    const std::uint32_t prefix = prefix_length_;
+    const std::uint32_t key_size = shape_.key_size;
+    const unsigned char* keys = keys_.data();
+    if (key_size == 0) {
+      for (std::uint32_t i = 0; i < count_; ++i) {
+        const std::string_view key = this->key(i);
+        const auto* suffix = reinterpret_cast<const unsigned char*>(key.data()) + prefix;
+        const std::size_t suffix_length = key.size() - prefix;
+        const std::uint64_t inline_key = suffix_length >= 8
+                                             ? load_be<std::uint64_t>(suffix)
+                                             : inline_key_of(suffix, suffix_length, 8);
+        store_be<std::uint64_t>(out + std::size_t{i} * 8, inline_key);
+      }
+      return;
+    }
+    const std::uint32_t suffix_length = key_size - prefix;
+    if (suffix_length >= 8) {  // width 8, no padding
+      for (std::uint32_t i = 0; i < count_; ++i) {
+        store_be<std::uint64_t>(out + std::size_t{i} * 8,
+                                load_be<std::uint64_t>(keys + std::size_t{i} * key_size + prefix));
+      }
+    } else if (suffix_length > 0 && key_size >= 8) {
+      // The key's last eight bytes end with the suffix: shifting out what
+      // comes before it leaves the suffix followed by zeros.
+      const std::uint32_t shift = 8 * (8 - suffix_length);
+      const unsigned char* last_words = keys + key_size - 8;
+      switch (width) {
+        case 2:
+          store_shifted<std::uint16_t>(out, last_words, key_size, shift);
+          break;
+        case 4:
+          store_shifted<std::uint32_t>(out, last_words, key_size, shift);
+          break;
+        default:
+          store_shifted<std::uint64_t>(out, last_words, key_size, shift);
+          break;
+      }
+    } else {
+      for (std::uint32_t i = 0; i < count_; ++i) {
+        store_inline_key(
+            out, i, width,
+            inline_key_of(keys + std::size_t{i} * key_size + prefix, suffix_length, width));
+      }
+    }
+  }
+
+  // Stores, for each key, the top bytes of the eight at `words` (stepping
+  // by `stride`) shifted left by `shift` bits, as an inline key of Word.
+  template <typename Word>
+  void store_shifted(unsigned char* out, const unsigned char* words, std::uint32_t stride,
+                     std::uint32_t shift) const {
+    constexpr std::uint32_t drop = 64 - 8 * sizeof(Word);
+    for (std::uint32_t i = 0; i < count_; ++i) {
+      const std::uint64_t padded = load_be<std::uint64_t>(words + std::size_t{i} * stride) << shift;
+      store_be<Word>(out + std::size_t{i} * sizeof(Word), static_cast<Word>(padded >> drop));
+    }
+  }
+
+  // The slots of byte-string keys and values, and the heap items they refer
+  // to, entry by entry (a key's remainder, then its value).  Returns the end
+  // of the heap.
+  template <typename BlobSink>
+  std::uint32_t write_heap(unsigned char* page, const page_sections& sections, std::uint32_t prefix,
+                           BlobSink&& write_blob) const {
+    std::uint32_t heap = sections.heap;
+    auto place = [&](const void* item, std::size_t length) -> std::uint32_t {
+      if (length == 0) return 0;
+      copy_bytes(page + heap, item, length);
+      const std::uint32_t reference = heap;
+      heap += static_cast<std::uint32_t>(length);
+      return reference;
+    };
+    const bool leaf_values = kind_ == page_kind::leaf && shape_.values == value_kind::bytes;
+    std::uint32_t value_begin = 0;
+    for (std::uint32_t i = 0; i < count_; ++i) {
+      if (shape_.keys == key_kind::bytes) {
+        const std::string_view suffix = key(i).substr(prefix);
+        const std::string_view remainder =
+            suffix.size() > 8 ? suffix.substr(8) : std::string_view();
+        std::uint32_t reference = 0;
+        if (remainder.size() > shape_.inline_limit) {
+          unsigned char record[external_record_size] = {};
+          store_le<std::uint64_t>(record, write_blob(remainder));
+          store_le<std::uint32_t>(record + 8, crc32c(remainder.data(), remainder.size()));
+          reference = place(record, external_record_size) | external_flag;
+        } else {
+          reference = place(remainder.data(), remainder.size());
+        }
+        unsigned char* slot = page + sections.key_data + i * slot_size;
+        store_le<std::uint32_t>(slot, static_cast<std::uint32_t>(suffix.size()));
+        store_le<std::uint32_t>(slot + 4, reference);
+      }
+      if (leaf_values) {
+        const value_ref& value = value_refs_[i];
+        // values_ holds the value itself, or its external record.
+        std::uint32_t reference = place(values_.data() + value_begin, value.end - value_begin);
+        if (value.external) reference |= external_flag;
+        value_begin = value.end;
+        unsigned char* slot = page + sections.values + i * slot_size;
+        store_le<std::uint32_t>(slot, value.length);
+        store_le<std::uint32_t>(slot + 4, reference);
+      }
+    }
+    return heap;
+  }
 
   std::uint32_t key_heap_bytes(std::size_t key_length, std::uint32_t prefix_length) const {
     if (shape_.keys != key_kind::bytes) return 0;
     const std::size_t suffix = key_length - prefix_length;
-    const std::uint32_t width = choose_inline_width(shape_, prefix_length);
-    return suffix > width ? heap_bytes_of_item(suffix - width, shape_.inline_limit) : 0;
+    return suffix > 8 ? heap_bytes_of_item(suffix - 8, shape_.inline_limit) : 0;
   }
 
   std::uint64_t recompute_key_heap(std::uint32_t prefix_length) const {
+    if (shape_.keys != key_kind::bytes) return 0;
     std::uint64_t total = 0;
-    for (const auto& ref : keys_) total += key_heap_bytes(ref.length, prefix_length);
+    std::uint32_t begin = 0;
+    for (std::uint32_t i = 0; i < count_; ++i) {
+      total += key_heap_bytes(key_ends_[i] - begin, prefix_length);
+      begin = key_ends_[i];
+    }
     return total;
   }
 
-  std::uint64_t size_with(std::uint32_t count, std::uint32_t prefix_length, std::uint64_t heap) const {
-    if (count > 0xFFFF) return std::uint64_t{shape_.page_size} + 1;
-    const std::uint32_t width = choose_inline_width(shape_, prefix_length);
-    const page_sections sections = compute_sections(kind_, count, prefix_length, width, shape_.keys,
-                                                    shape_.key_size, shape_.values, shape_.value_size);
-    return sections.heap + heap;
+  // Whether `count` entries with this prefix and heap fit in a page.
+  bool fits(std::uint32_t count, std::uint32_t prefix_length, std::uint64_t heap) const {
+    if (count > 0xFFFF) return false;
+    return sections_end(count, prefix_length) + heap <= shape_.page_size;
   }
 
-  const file_shape& shape_;
+  // Where the heap starts in a page of `count` entries with this prefix.
+  std::uint32_t sections_end(std::uint32_t count, std::uint32_t prefix_length) const {
+    return compute_sections(kind_, count, prefix_length, choose_inline_width(shape_, prefix_length),
+                            shape_.keys, shape_.key_size, shape_.values, shape_.value_size)
+        .heap;
+  }
+
+  // The most entries a fixed-layout page holds with this prefix, computed
+  // once per prefix length.
+  std::uint32_t capacity_for(std::uint32_t prefix_length) {
+    constexpr std::uint32_t unknown = 0xFFFFFFFFu;
+    if (capacities_.empty()) capacities_.assign(std::size_t{shape_.key_size} + 1, unknown);
+    std::uint32_t& capacity = capacities_[prefix_length];
+    if (capacity == unknown) {
+      std::uint32_t low = 0;  // fits: an empty page holds its prefix, at most page_size / 8
+      std::uint32_t high = 0xFFFF;
+      while (low < high) {
+        const std::uint32_t middle = low + (high - low + 1) / 2;
+        if (sections_end(middle, prefix_length) <= shape_.page_size) {
+          low = middle;
+        } else {
+          high = middle - 1;
+        }
+      }
+      capacity = low;
+    }
+    return capacity;
+  }
+
+  file_shape shape_;
   page_kind kind_;
   std::uint8_t level_;
-  std::vector<span_ref> keys_;
-  std::vector<span_ref> values_;
-  std::string arena_;
+  bool fixed_layout_;
+  std::uint32_t count_ = 0;
+  byte_buffer keys_;                       // fixed keys back to back, or byte strings
+  std::vector<std::uint32_t> key_ends_;    // byte-string keys: where each ends in keys_
+  byte_buffer values_;                     // leaves: values (or external records) back to back
+  std::vector<value_ref> value_refs_;      // byte-string values
+  std::vector<std::uint32_t> capacities_;  // fixed layout: by prefix length
   std::uint32_t prefix_length_ = 0;
+  std::uint32_t capacity_ = 0;  // fixed layout: capacity_for(prefix_length_)
   std::uint64_t key_heap_bytes_ = 0;
   std::uint64_t value_heap_bytes_ = 0;
 };
@@ -374,25 +694,41 @@ class builder::impl {
         shape_{options_.keys,
                encoded_key_size(options_.keys, options_.key_size),
                options_.values,
-               options_.values == value_kind::u64 ? 8u
-                                                  : (options_.values == value_kind::fixed ? options_.value_size : 0u),
+               options_.values == value_kind::u64
+                   ? 8u
+                   : (options_.values == value_kind::fixed ? options_.value_size : 0u),
                options_.page_size,
                default_inline_limit(options_.page_size),
                default_prefix_cap(options_.page_size)},
         staged_(std::move(destination), options_.overwrite),
-        page_buffer_(options_.page_size) {
+        page_buffer_(options_.page_size),
+        keep_last_(options_.duplicates == duplicate_policy::keep_last) {
+    output_buffer_.reserve(output_flush_size + options_.page_size);
     // Page 0 is written last; reserve it.
     std::vector<unsigned char> zeros(options_.page_size, 0);
     detail::write_all(staged_.fd(), zeros.data(), zeros.size(), staged_.destination());
     // Reserved so that references to open pages survive adding levels.
     levels_.reserve(max_height + 1);
     levels_.emplace_back(shape_, page_kind::leaf, 0);
+    entry_path_ = choose_entry_path();
   }
 
   void add(std::string_view key, std::string_view value) {
-    if (failed_) throw error(errc::invalid_argument, "add() after a failed add(): the build was abandoned");
+    if (failed_)
+      throw error(errc::invalid_argument, "add() after a failed add(): the build was abandoned");
     try {
-      add_checked(key, value);
+      switch (entry_path_) {
+        case entry_path::u64_key_u64_value:
+          return add_fixed<8, 8>(key, value);
+        case entry_path::u64_key_no_value:
+          return add_fixed<8, 0>(key, value);
+        case entry_path::key16_u64_value:
+          return add_fixed<16, 8>(key, value);
+        case entry_path::fixed:
+          return add_fixed<detail::runtime_size, detail::runtime_size>(key, value);
+        case entry_path::general:
+          return add_checked(key, value);
+      }
     } catch (...) {
       failed_ = true;
       abort();
@@ -401,7 +737,8 @@ class builder::impl {
   }
 
   build_summary finish() {
-    if (failed_ || finished_) throw error(errc::invalid_argument, "finish() on an abandoned or finished build");
+    if (failed_ || finished_)
+      throw error(errc::invalid_argument, "finish() on an abandoned or finished build");
     try {
       return finish_checked();
     } catch (...) {
@@ -418,101 +755,214 @@ class builder::impl {
   }
 
   std::uint64_t entries_added() const noexcept { return accepted_ + (has_pending_ ? 1 : 0); }
+  // Entries go into the open leaf as they come, but the size reported is as
+  // of the entry before the last (see note_size_change).
   std::uint64_t bytes_written() const noexcept {
-    std::uint64_t pages = 1;  // the header
-    for (const std::uint32_t count : level_page_counts_) pages += count;
-    return pages * options_.page_size + blob_.length;
+    if (size_before_entry_number_ == accepted_) return size_before_entry_;
+    return current_size();
   }
   const fs::path& destination() const noexcept { return staged_.destination(); }
 
  private:
-  // A pending entry is held back until the next key shows it is not
-  // followed by a duplicate that replaces it (duplicate_policy::keep_last).
-  void add_checked(std::string_view key, std::string_view value) {
+  static constexpr std::size_t output_flush_size = std::size_t{1} << 20;
+
+  std::uint64_t current_size() const noexcept {
+    return (1 + closed_pages_) * options_.page_size + blob_.length;  // 1: the header
+  }
+
+  // How add() takes entries: fixed-size keys with fixed-size values (or
+  // none) go straight into a fixed-layout leaf, with the common sizes known
+  // at compile time; the rest (byte strings, keep_last) take add_checked.
+  enum class entry_path : std::uint8_t {
+    u64_key_u64_value,
+    u64_key_no_value,
+    key16_u64_value,
+    fixed,
+    general
+  };
+
+  entry_path choose_entry_path() const noexcept {
+    if (keep_last_ || !levels_[0].fixed_layout()) return entry_path::general;
+    if (shape_.key_size == 8 && shape_.value_size == 8) return entry_path::u64_key_u64_value;
+    if (shape_.key_size == 8 && shape_.value_size == 0) return entry_path::u64_key_no_value;
+    if (shape_.key_size == 16 && shape_.value_size == 8) return entry_path::key16_u64_value;
+    return entry_path::fixed;
+  }
+
+  // Kept out of add() so that each path needs only the registers it uses.
+  template <std::uint32_t KeySize, std::uint32_t ValueSize>
+  [[gnu::noinline]] void add_fixed(std::string_view key, std::string_view value) {
     ++position_;
-    check_lengths(key, value);
+    const std::uint32_t key_size = KeySize != detail::runtime_size ? KeySize : shape_.key_size;
+    const std::uint32_t value_size =
+        ValueSize != detail::runtime_size ? ValueSize : shape_.value_size;
+    if (key.size() != key_size || value.size() != value_size) [[unlikely]] {
+      check_lengths(key, value);
+    }
+    detail::open_page& leaf = levels_[0];
+    if (!leaf.empty()) [[likely]] {
+      const int order = leaf.compare_with_last<KeySize>(key);
+      if (order <= 0) [[unlikely]] {
+        refuse_or_drop(key, leaf.last_key(), order);
+        return;  // a duplicate under keep_first
+      }
+    }
+    if (!leaf.try_append_fixed<KeySize, ValueSize>(key.data(), value.data())) [[unlikely]] {
+      start_leaf(key);
+      leaf.try_append_fixed<KeySize, ValueSize>(key.data(), value.data());
+    }
+    ++accepted_;
+  }
+
+  [[gnu::noinline]] void add_checked(std::string_view key, std::string_view value) {
+    ++position_;
+    const bool key_fits =
+        shape_.key_size != 0 ? key.size() == shape_.key_size : key.size() <= max_key_length;
+    const bool value_fits = shape_.values == value_kind::bytes ? value.size() <= max_value_length
+                                                               : value.size() == shape_.value_size;
+    if (!key_fits || !value_fits) [[unlikely]] {
+      check_lengths(key, value);
+    }
+    if (keep_last_) {
+      add_keep_last(key, value);
+      return;
+    }
+    const detail::open_page& leaf = levels_[0];
+    if (!leaf.empty()) {
+      const int order = leaf.compare_with_last<detail::runtime_size>(key);
+      if (order <= 0) [[unlikely]] {
+        refuse_or_drop(key, leaf.last_key(), order);
+        return;  // a duplicate under keep_first
+      }
+    }
+    commit(key, value);
+  }
+
+  // A key that does not ascend from the key before it: out of order, or a
+  // duplicate that the policy refuses or drops.
+  [[gnu::cold]] void refuse_or_drop(std::string_view key, std::string_view previous,
+                                    int order) const {
+    if (order < 0) {
+      throw error(errc::out_of_order,
+                  fmt::format("entry {}: key {} is smaller than the key before it, {}", position_,
+                              detail::quote_key(key), detail::quote_key(previous)));
+    }
+    if (options_.duplicates == duplicate_policy::error) {
+      throw error(errc::duplicate_key,
+                  fmt::format("entry {}: duplicate key {}", position_, detail::quote_key(key)));
+    }
+  }
+
+  // keep_last: an entry is held back until the next key shows that no
+  // duplicate replaces it.
+  void add_keep_last(std::string_view key, std::string_view value) {
     if (has_pending_) {
       const int order = detail::compare_keys(key, pending_key_);
-      if (order < 0) {
-        throw error(errc::out_of_order,
-                    fmt::format("entry {}: key {} is smaller than the key before it, {}", position_,
-                                detail::quote_key(key), detail::quote_key(pending_key_)));
-      }
+      if (order < 0) refuse_or_drop(key, pending_key_, order);
       if (order == 0) {
-        switch (options_.duplicates) {
-          case duplicate_policy::error:
-            throw error(errc::duplicate_key, fmt::format("entry {}: duplicate key {}", position_,
-                                                         detail::quote_key(key)));
-          case duplicate_policy::keep_first: return;
-          case duplicate_policy::keep_last: pending_value_.assign(value); return;
-        }
+        pending_value_.assign(value);
+        return;
       }
-      commit_pending();
+      commit(pending_key_, pending_value_);
     }
     pending_key_.assign(key);
     pending_value_.assign(value);
     has_pending_ = true;
   }
 
-  void check_lengths(std::string_view key, std::string_view value) const {
+  [[gnu::cold]] void check_lengths(std::string_view key, std::string_view value) const {
     if (shape_.key_size != 0 && key.size() != shape_.key_size) {
-      throw error(errc::key_too_long, fmt::format("entry {}: key is {} bytes; this file's keys are {} bytes",
-                                                  position_, key.size(), shape_.key_size));
+      throw error(errc::key_too_long,
+                  fmt::format("entry {}: key is {} bytes; this file's keys are {} bytes", position_,
+                              key.size(), shape_.key_size));
     }
     if (key.size() > max_key_length) {
-      throw error(errc::key_too_long, fmt::format("entry {}: key of {} bytes is over the limit of {}",
-                                                  position_, key.size(), max_key_length));
+      throw error(errc::key_too_long,
+                  fmt::format("entry {}: key of {} bytes is over the limit of {}", position_,
+                              key.size(), max_key_length));
     }
     switch (options_.values) {
       case value_kind::none:
         if (!value.empty()) {
-          throw error(errc::value_too_long, fmt::format("entry {}: this file has no values", position_));
+          throw error(errc::value_too_long,
+                      fmt::format("entry {}: this file has no values", position_));
         }
         break;
       case value_kind::u64:
       case value_kind::fixed:
         if (value.size() != shape_.value_size) {
-          throw error(errc::value_too_long, fmt::format("entry {}: value is {} bytes; this file's values are {} bytes",
-                                                        position_, value.size(), shape_.value_size));
+          throw error(errc::value_too_long,
+                      fmt::format("entry {}: value is {} bytes; this file's values are {} bytes",
+                                  position_, value.size(), shape_.value_size));
         }
         break;
       case value_kind::bytes:
         if (value.size() > max_value_length) {
-          throw error(errc::value_too_long, fmt::format("entry {}: value of {} bytes is over the limit of {}",
-                                                        position_, value.size(), max_value_length));
+          throw error(errc::value_too_long,
+                      fmt::format("entry {}: value of {} bytes is over the limit of {}", position_,
+                                  value.size(), max_value_length));
         }
         break;
     }
   }
 
-  void commit_pending() {
-    const std::string_view key = pending_key_;
-    std::string_view value = pending_value_;
+  // Puts an entry into the open leaf, closing the leaf first when the entry
+  // does not fit in it.
+  void commit(std::string_view key, std::string_view value) {
+    detail::open_page& leaf = levels_[0];
+    if (leaf.fixed_layout()) {
+      if (!leaf.try_append_fixed<detail::runtime_size, detail::runtime_size>(key.data(),
+                                                                             value.data())) {
+        start_leaf(key);
+        leaf.try_append_fixed<detail::runtime_size, detail::runtime_size>(key.data(), value.data());
+      }
+      ++accepted_;
+      return;
+    }
+    detail::stored_value stored{value, value.size(), 0, false};
     // Long byte-string values go to the blob file at once; the page keeps a
     // record of them, tagged with the length (see open_page::serialize).
     unsigned char external[external_record_size] = {};
-    std::uint32_t value_heap = 0;
-    bool value_external = false;
-    if (options_.values == value_kind::bytes) {
-      value_heap = detail::heap_bytes_of_item(value.size(), shape_.inline_limit);
+    if (shape_.values == value_kind::bytes) {
+      stored.heap_bytes = detail::heap_bytes_of_item(value.size(), shape_.inline_limit);
       if (value.size() > shape_.inline_limit) {
+        note_size_change();
         store_le<std::uint64_t>(external, write_blob(value));
         store_le<std::uint32_t>(external + 8, crc32c(value.data(), value.size()));
-        value = std::string_view(reinterpret_cast<const char*>(external), sizeof(external));
-        value_external = true;
+        stored.bytes = std::string_view(reinterpret_cast<const char*>(external), sizeof(external));
+        stored.external = true;
       }
+      max_value_length_ = std::max<std::uint64_t>(max_value_length_, value.size());
     }
-    detail::open_page& leaf = levels_[0];
-    if (!leaf.empty() && !leaf.fits(key, value_heap)) {
-      const std::string separator = make_separator(leaf.last_key(), key);
-      close_leaf();
-      add_child(1, std::exchange(pending_separator_[0], separator));
+    if (shape_.keys == key_kind::bytes) {
+      max_key_length_ = std::max<std::uint64_t>(max_key_length_, key.size());
     }
-    leaf.append(key, value, value_heap, value_external, pending_value_.size());
+    if (!leaf.try_append(key, stored)) {
+      start_leaf(key);
+      leaf.try_append(key, stored);
+    }
     ++accepted_;
-    max_key_length_ = std::max<std::uint64_t>(max_key_length_, key.size());
-    max_value_length_ = std::max<std::uint64_t>(max_value_length_, pending_value_.size());
-    has_pending_ = false;
+  }
+
+  // Closes the open leaf, which `key` does not fit in, and hands it to the
+  // level above.
+  [[gnu::noinline]] void start_leaf(std::string_view key) {
+    note_size_change();
+    detail::open_page& leaf = levels_[0];
+    std::optional<std::string> separator = make_separator(leaf.last_key(), key);
+    close_leaf();
+    add_child(1, std::exchange(pending_separator_[0], std::move(separator)));
+  }
+
+  // bytes_written() leaves out what the last entry added (its value in the
+  // blob file, the pages that closed before it), as it did when every entry
+  // was held back until the next add(): shard_set_builder cuts files by it,
+  // and shard sets keep their boundaries.  Under keep_last entries are held
+  // back, and the current size is that already.
+  void note_size_change() {
+    if (keep_last_ || size_before_entry_number_ == accepted_ + 1) return;
+    size_before_entry_number_ = accepted_ + 1;
+    size_before_entry_ = current_size();
   }
 
   std::string make_separator(std::string_view left_last, std::string_view right_first) const {
@@ -524,17 +974,20 @@ class builder::impl {
   void close_leaf() {
     detail::open_page& leaf = levels_[0];
     const std::uint32_t page_number = 1 + pages_in_level(0);
-    leaf.serialize(page_buffer_.data(), page_number, leaf_first_rank_,
+    // Laid out where it is written from.
+    unsigned char* page = output_buffer_.extend(options_.page_size);
+    leaf.serialize(page, page_number, leaf_first_rank_,
                    [this](std::string_view item) { return write_blob(item); });
     leaf_first_rank_ += leaf.count();
-    output_buffer_.append(reinterpret_cast<const char*>(page_buffer_.data()), page_buffer_.size());
-    if (output_buffer_.size() >= (1u << 20)) flush_output();
+    if (output_buffer_.size() >= output_flush_size) flush_output();
     ++level_page_counts_[0];
+    ++closed_pages_;
     leaf.clear();
   }
 
   void flush_output() {
-    detail::write_all(staged_.fd(), output_buffer_.data(), output_buffer_.size(), staged_.destination());
+    detail::write_all(staged_.fd(), output_buffer_.data(), output_buffer_.size(),
+                      staged_.destination());
     output_buffer_.clear();
   }
 
@@ -545,7 +998,8 @@ class builder::impl {
   // between it and the previous child.
   void add_child(std::size_t level, std::optional<std::string> separator) {
     if (level >= max_height) {
-      throw error(errc::invalid_argument, fmt::format("the tree would be over {} levels high", max_height));
+      throw error(errc::invalid_argument,
+                  fmt::format("the tree would be over {} levels high", max_height));
     }
     const std::uint32_t child_index = pages_in_level(level - 1) - 1;
     if (levels_.size() <= level) {
@@ -554,10 +1008,7 @@ class builder::impl {
       return;  // the first page of the level below: no separator before it
     }
     detail::open_page& node = levels_[level];
-    if (separator && node.fits(*separator, 0)) {
-      node.append(*separator, {}, 0);
-      return;
-    }
+    if (separator && node.try_append(*separator, detail::stored_value{})) return;
     close_inner(level);
     add_child(level + 1, std::exchange(pending_separator_[level], std::move(separator)));
     first_child_[level] = child_index;
@@ -573,6 +1024,7 @@ class builder::impl {
                    [this](std::string_view item) { return write_blob(item); });
     file.append(staged_.destination(), page_buffer_.data(), page_buffer_.size());
     ++level_page_counts_[level];
+    ++closed_pages_;
     node.clear();
   }
 
@@ -595,7 +1047,10 @@ class builder::impl {
   }
 
   build_summary finish_checked() {
-    if (has_pending_) commit_pending();
+    if (has_pending_) {
+      commit(pending_key_, pending_value_);
+      has_pending_ = false;
+    }
     // Close the path bottom-up.  A level whose open page is its first page
     // holds the root.
     close_leaf();
@@ -623,14 +1078,14 @@ class builder::impl {
       auto& file = inner_files_[level - 1];
       file.flush(staged_.destination());
       for (std::uint64_t index = 0; index < pages_in_level(level); ++index) {
-        detail::pread_all(file.fd.get(), page_buffer_.data(), page_buffer_.size(),
-                          index * options_.page_size, staged_.destination());
-        store_le<std::uint32_t>(page_buffer_.data() + page::page_number_offset,
+        unsigned char* page = output_buffer_.extend(options_.page_size);
+        detail::pread_all(file.fd.get(), page, options_.page_size, index * options_.page_size,
+                          staged_.destination());
+        store_le<std::uint32_t>(page + page::page_number_offset,
                                 static_cast<std::uint32_t>(next_page));
-        store_le<std::uint32_t>(page_buffer_.data() + page::checksum_offset,
-                                page_checksum(page_buffer_.data(), options_.page_size));
-        output_buffer_.append(reinterpret_cast<const char*>(page_buffer_.data()), page_buffer_.size());
-        if (output_buffer_.size() >= (1u << 20)) flush_output();
+        store_le<std::uint32_t>(page + page::checksum_offset,
+                                page_checksum(page, options_.page_size));
+        if (output_buffer_.size() >= output_flush_size) flush_output();
         ++next_page;
       }
       flush_output();
@@ -672,7 +1127,8 @@ class builder::impl {
     store_le<std::uint32_t>(h + header::value_size_offset, shape_.value_size);
     store_le<std::uint64_t>(h + header::entry_count_offset, accepted_);
     store_le<std::uint32_t>(h + header::height_offset, static_cast<std::uint32_t>(root_level + 1));
-    store_le<std::uint32_t>(h + header::root_page_offset, static_cast<std::uint32_t>(page_count - 1));
+    store_le<std::uint32_t>(h + header::root_page_offset,
+                            static_cast<std::uint32_t>(page_count - 1));
     store_le<std::uint32_t>(h + header::first_leaf_page_offset, 1);
     store_le<std::uint32_t>(h + header::leaf_count_offset, pages_in_level(0));
     store_le<std::uint32_t>(h + header::page_count_offset, static_cast<std::uint32_t>(page_count));
@@ -682,15 +1138,23 @@ class builder::impl {
     store_le<std::uint64_t>(h + header::metadata_length_offset, metadata.size());
     store_le<std::uint32_t>(h + header::metadata_checksum_offset,
                             metadata.empty() ? 0 : crc32c(metadata.data(), metadata.size()));
-    std::uint32_t flags = static_cast<std::uint32_t>(options_.duplicates) << build_flag::duplicates_shift;
+    std::uint32_t flags = static_cast<std::uint32_t>(options_.duplicates)
+                          << build_flag::duplicates_shift;
     if (options_.input_unsorted) flags |= build_flag::input_unsorted;
     store_le<std::uint32_t>(h + header::build_flags_offset, flags);
     store_le<std::uint32_t>(h + header::inline_limit_offset, shape_.inline_limit);
     store_le<std::uint32_t>(h + header::prefix_cap_offset, shape_.prefix_cap);
     store_le<std::uint64_t>(h + header::file_size_offset, file_size);
-    store_le<std::uint32_t>(h + header::max_key_length_offset, static_cast<std::uint32_t>(max_key_length_));
-    store_le<std::uint32_t>(h + header::max_value_length_offset,
-                            static_cast<std::uint32_t>(std::min<std::uint64_t>(max_value_length_, 0xFFFFFFFFu)));
+    // Fixed sizes are not tracked entry by entry.
+    const std::uint64_t max_key_length =
+        shape_.key_size != 0 && accepted_ > 0 ? shape_.key_size : max_key_length_;
+    const std::uint64_t max_value_length =
+        shape_.value_size != 0 && accepted_ > 0 ? shape_.value_size : max_value_length_;
+    store_le<std::uint32_t>(h + header::max_key_length_offset,
+                            static_cast<std::uint32_t>(max_key_length));
+    store_le<std::uint32_t>(
+        h + header::max_value_length_offset,
+        static_cast<std::uint32_t>(std::min<std::uint64_t>(max_value_length, 0xFFFFFFFFu)));
     for (std::size_t level = 0; level <= root_level; ++level) {
       store_le<std::uint32_t>(h + header::level_table_offset + 4 * level, level_first_page[level]);
     }
@@ -725,10 +1189,11 @@ class builder::impl {
   build_options options_;
   detail::file_shape shape_;
   detail::staged_file staged_;
-  std::vector<unsigned char> page_buffer_;
-  std::string output_buffer_;
+  std::vector<unsigned char> page_buffer_;  // inner pages, on their way to a scratch file
+  detail::byte_buffer output_buffer_;
   std::vector<detail::open_page> levels_;
   std::array<std::uint32_t, max_height + 1> level_page_counts_{};
+  std::uint64_t closed_pages_ = 0;  // the sum of level_page_counts_
   std::array<std::uint32_t, max_height + 1> first_child_{};
   std::array<std::optional<std::string>, max_height + 1> pending_separator_{};
   std::vector<detail::scratch_file> inner_files_;
@@ -736,8 +1201,14 @@ class builder::impl {
   std::uint64_t leaf_first_rank_ = 0;
   std::uint64_t position_ = 0;
   std::uint64_t accepted_ = 0;
-  std::uint64_t max_key_length_ = 0;
-  std::uint64_t max_value_length_ = 0;
+  std::uint64_t max_key_length_ = 0;    // byte-string keys only
+  std::uint64_t max_value_length_ = 0;  // byte-string values only
+  // What bytes_written() reports while the last entry accepted is this one.
+  std::uint64_t size_before_entry_number_ = ~std::uint64_t{0};
+  std::uint64_t size_before_entry_ = 0;
+  bool keep_last_;
+  entry_path entry_path_ = entry_path::general;
+  // keep_last: the entry held back.
   std::string pending_key_;
   std::string pending_value_;
   bool has_pending_ = false;
