@@ -96,6 +96,8 @@ TEST_CASE("readers see whole generations while the file is replaced", "[concurre
     children.push_back(child);
   }
 
+  // Opened before the writer starts, so that it holds generation 1.
+  const reader shared = reader::open(path);
   std::atomic<bool> stop{false};
   std::atomic<std::uint64_t> latest_generation{1};
   std::thread writer([&] {
@@ -105,9 +107,8 @@ TEST_CASE("readers see whole generations while the file is replaced", "[concurre
     }
   });
 
-  // A reader opened once and shared by every thread, alongside threads that
+  // The shared reader, used by every other thread, alongside threads that
   // reopen the path.
-  const reader shared = reader::open(path);
   std::vector<std::thread> readers;
   std::vector<std::string> failures(4);
   std::vector<std::uint64_t> opens(4, 0);
@@ -136,7 +137,10 @@ TEST_CASE("readers see whole generations while the file is replaced", "[concurre
   stop.store(true);
   writer.join();
 
-  for (const auto& failure : failures) REQUIRE(failure.empty());
+  for (const auto& failure : failures) {
+    CAPTURE(failure);
+    REQUIRE(failure.empty());
+  }
   REQUIRE(opens[0] > 0);
   REQUIRE(latest_generation.load() > 2);
   // A reader that opens now sees the newest generation.
