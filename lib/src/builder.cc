@@ -139,14 +139,12 @@ struct file_shape {
   std::uint32_t prefix_cap;
 };
 
-// Builder policy: fixed keys get the narrowest inline width that holds their
-// suffix, so that most pages never need a tie-break; byte strings get 8.
+// Builder policy (format/layout.h, spec section 15.2).
 std::uint32_t choose_inline_width(const file_shape& shape, std::uint32_t prefix_length) {
-  if (shape.keys == key_kind::bytes) return 8;
-  const std::uint32_t suffix = shape.key_size - prefix_length;
-  if (suffix <= 2) return 2;
-  if (suffix <= 4) return 4;
-  return 8;
+  return format::policy_inline_width(shape.keys, shape.key_size, prefix_length);
+}
+std::uint32_t stored_prefix(const file_shape& shape, std::uint32_t common_prefix) {
+  return format::policy_prefix_length(shape.keys, shape.key_size, common_prefix);
 }
 
 // Bytes an item takes in the heap: itself, or its external record.
@@ -401,7 +399,7 @@ class open_page {
   void serialize(unsigned char* page, std::uint32_t page_number, std::uint64_t header_word,
                  BlobSink&& write_blob) const {
     const std::uint32_t count = count_;
-    const std::uint32_t prefix = prefix_length_;
+    const std::uint32_t prefix = stored_prefix(shape_, prefix_length_);
     const std::uint32_t width = choose_inline_width(shape_, prefix);
     const page_sections sections =
         compute_sections(kind_, count, prefix, width, shape_.keys, shape_.key_size, shape_.values,
@@ -421,7 +419,7 @@ class open_page {
     }
     if (count > 0) std::memcpy(page + sections.prefix, keys_.data(), prefix);
     zero_gap(page, sections.prefix + prefix, sections.inline_keys);
-    write_inline_keys(page + sections.inline_keys, width);
+    write_inline_keys(page + sections.inline_keys, prefix, width);
     zero_gap(page, sections.inline_keys + count * width, sections.key_data);
 
     std::uint32_t key_data_end = sections.key_data;
@@ -492,8 +490,7 @@ class open_page {
 
   // The inline keys: the first `width` bytes of each key's suffix (after the
   // prefix), zero-padded, big-endian.
-  void write_inline_keys(unsigned char* out, std::uint32_t width) const {
-    const std::uint32_t prefix = prefix_length_;
+  void write_inline_keys(unsigned char* out, std::uint32_t prefix, std::uint32_t width) const {
     const std::uint32_t key_size = shape_.key_size;
     const unsigned char* keys = keys_.data();
     if (key_size == 0) {
@@ -623,9 +620,10 @@ class open_page {
   }
 
   // Where the heap starts in a page of `count` entries with this prefix.
-  std::uint32_t sections_end(std::uint32_t count, std::uint32_t prefix_length) const {
-    return compute_sections(kind_, count, prefix_length, choose_inline_width(shape_, prefix_length),
-                            shape_.keys, shape_.key_size, shape_.values, shape_.value_size)
+  std::uint32_t sections_end(std::uint32_t count, std::uint32_t common_prefix) const {
+    const std::uint32_t prefix = stored_prefix(shape_, common_prefix);
+    return compute_sections(kind_, count, prefix, choose_inline_width(shape_, prefix), shape_.keys,
+                            shape_.key_size, shape_.values, shape_.value_size)
         .heap;
   }
 

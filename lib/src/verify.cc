@@ -801,7 +801,8 @@ class verifier {
       }
     } else {
       const std::uint32_t suffix = info.key_size - page.prefix_length;
-      const std::uint32_t expected = suffix <= 2 ? 2 : suffix <= 4 ? 4 : 8;
+      const std::uint32_t expected =
+          format::policy_inline_width(info.keys, info.key_size, page.prefix_length);
       if (width != expected) {
         page_problem(
             page, page_field::inline_width_offset,
@@ -820,17 +821,20 @@ class verifier {
                       prefix, info.prefix_cap));
       return;
     }
-    // lcp(first, last) = prefix + lcp of their suffixes, so the prefix is
-    // min(lcp, prefix_cap) unless the suffixes share their first byte.
-    const unsigned char* inline_keys = page.bytes + page.sections.inline_keys;
-    if (prefix < info.prefix_cap && suffix_length(page, 0) > 0 && suffix_length(page, n - 1) > 0 &&
-        inline_keys[0] == inline_keys[std::size_t{n - 1} * width]) {
+    read_key(page, 0, key_a_);
+    read_key(page, n - 1, key_b_);
+    std::uint32_t common = 0;
+    while (common < key_a_.size() && common < key_b_.size() && common < info.prefix_cap &&
+           key_a_[common] == key_b_[common]) {
+      ++common;
+    }
+    const std::uint32_t expected = format::policy_prefix_length(info.keys, info.key_size, common);
+    if (prefix != expected) {
       page_problem(
           page, page_field::prefix_length_offset,
-          fmt::format("prefix_length {}, but the first and last keys share more; the builder's "
-                      "prefix is min(lcp(first key, last key), prefix_cap {}) (builder policy, "
-                      "section 15.2)",
-                      prefix, info.prefix_cap));
+          fmt::format("prefix_length {}; the first and last keys share {} bytes, so the builder "
+                      "stores {} (prefix_cap {}; builder policy, section 15.2)",
+                      prefix, common, expected, info.prefix_cap));
     }
   }
 

@@ -100,7 +100,7 @@ expect_err 'text.bbt'
 expect_no_file bad.bbt
 # A damaged leaf: found by its checksum.
 cp in1.bbt damaged.bbt
-printf '\xff\xff\xff\xff' | dd of=damaged.bbt bs=1 seek=$((4096 * 2 + 200)) conv=notrunc status=none
+printf '\xff\xff\xff\xff' | dd of=damaged.bbt bs=1 seek=$((1024 * 2 + 200)) conv=notrunc status=none
 expect_status 1 "$MERGE" in2.bbt damaged.bbt --duplicates first -o bad.bbt
 expect_err 'damaged.bbt: page 2'
 expect_no_file bad.bbt

@@ -204,9 +204,9 @@ cp -r moved flipped
 python3 - flipped/parts/b.bbt <<'EOF'
 import sys
 with open(sys.argv[1], "r+b") as f:
-    f.seek(4096 + 200)
+    f.seek(1024 + 200)
     byte = f.read(1)[0]
-    f.seek(4096 + 200)
+    f.seek(1024 + 200)
     f.write(bytes([byte ^ 0x01]))
 EOF
 expect_status 1 "$VERIFY" flipped/joined.manifest

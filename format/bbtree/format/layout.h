@@ -42,7 +42,7 @@ inline constexpr std::uint32_t min_page_size = 512;
 inline constexpr std::uint32_t max_page_size = 65536;
 // Chosen by measurement (bench/RESULTS.md): small leaves let one lookup fetch
 // a whole leaf with parallel cache misses.
-inline constexpr std::uint32_t default_page_size = 4096;
+inline constexpr std::uint32_t default_page_size = 1024;
 
 inline constexpr std::uint32_t max_key_length = 65536;
 inline constexpr std::uint64_t max_value_length = 0xFFFFFFFFu;  // slot lengths are u32
@@ -66,9 +66,12 @@ constexpr bool is_valid_value_kind(std::uint8_t kind) noexcept { return kind <= 
 constexpr std::uint32_t encoded_key_size(key_kind kind, std::uint32_t fixed_size) noexcept {
   switch (kind) {
     case key_kind::u64:
-    case key_kind::i64: return 8;
-    case key_kind::fixed: return fixed_size;
-    case key_kind::bytes: return 0;
+    case key_kind::i64:
+      return 8;
+    case key_kind::fixed:
+      return fixed_size;
+    case key_kind::bytes:
+      return 0;
   }
   return 0;
 }
@@ -148,16 +151,16 @@ enum class duplicate_policy : std::uint8_t { error = 0, keep_first = 1, keep_las
 inline constexpr std::uint32_t page_header_size = 32;
 
 namespace page {
-inline constexpr std::size_t checksum_offset = 0;       // u32, CRC32C of [4, page_size)
-inline constexpr std::size_t page_number_offset = 4;    // u32, the page's own number
-inline constexpr std::size_t kind_offset = 8;           // u8, page_kind
-inline constexpr std::size_t level_offset = 9;          // u8, 0 for leaves
-inline constexpr std::size_t inline_width_offset = 10;  // u8, 2, 4 or 8
-inline constexpr std::size_t count_offset = 12;         // u16, keys in the page
-inline constexpr std::size_t prefix_length_offset = 14; // u16
-inline constexpr std::size_t first_rank_offset = 16;    // u64, leaves: entries before this leaf
-inline constexpr std::size_t first_child_offset = 16;   // u32, inner: child 0's index in its level
-inline constexpr std::size_t heap_end_offset = 24;      // u32, end of the page's used bytes
+inline constexpr std::size_t checksum_offset = 0;        // u32, CRC32C of [4, page_size)
+inline constexpr std::size_t page_number_offset = 4;     // u32, the page's own number
+inline constexpr std::size_t kind_offset = 8;            // u8, page_kind
+inline constexpr std::size_t level_offset = 9;           // u8, 0 for leaves
+inline constexpr std::size_t inline_width_offset = 10;   // u8, 2, 4 or 8
+inline constexpr std::size_t count_offset = 12;          // u16, keys in the page
+inline constexpr std::size_t prefix_length_offset = 14;  // u16
+inline constexpr std::size_t first_rank_offset = 16;     // u64, leaves: entries before this leaf
+inline constexpr std::size_t first_child_offset = 16;    // u32, inner: child 0's index in its level
+inline constexpr std::size_t heap_end_offset = 24;       // u32, end of the page's used bytes
 }  // namespace page
 
 enum class page_kind : std::uint8_t { leaf = 1, inner = 2 };
@@ -182,8 +185,33 @@ inline constexpr std::uint32_t external_record_size = 16;
 // Builder policy (readers follow the slot flags, not this rule): an item of
 // more than inline_limit bytes is stored out of the page, and a node's
 // prefix is capped at prefix_cap bytes.
-constexpr std::uint32_t default_inline_limit(std::uint32_t page_size) noexcept { return page_size / 8; }
-constexpr std::uint32_t default_prefix_cap(std::uint32_t page_size) noexcept { return page_size / 8; }
+constexpr std::uint32_t default_inline_limit(std::uint32_t page_size) noexcept {
+  return page_size / 8;
+}
+constexpr std::uint32_t default_prefix_cap(std::uint32_t page_size) noexcept {
+  return page_size / 8;
+}
+
+// Builder policy (spec/FORMAT.md, section 15.2; readers follow each page's
+// fields): the inline width of a page whose keys have `prefix_length`
+// bytes in common, and the prefix stored for keys that share
+// `common_prefix` bytes (already capped at prefix_cap).
+constexpr std::uint32_t policy_inline_width(key_kind keys, std::uint32_t key_size,
+                                            std::uint32_t prefix_length) noexcept {
+  if (keys == key_kind::bytes) return 8;
+  const std::uint32_t suffix = key_size - prefix_length;
+  return suffix <= 2 ? 2 : suffix <= 4 ? 4 : 8;
+}
+// Keys of at most eight bytes keep a prefix only when it narrows the inline
+// width: otherwise it costs its aligned section and saves nothing, since
+// the inline keys hold the whole suffix either way.
+constexpr std::uint32_t policy_prefix_length(key_kind keys, std::uint32_t key_size,
+                                             std::uint32_t common_prefix) noexcept {
+  if (keys == key_kind::bytes || key_size > 8) return common_prefix;
+  return policy_inline_width(keys, key_size, common_prefix) < policy_inline_width(keys, key_size, 0)
+             ? common_prefix
+             : 0;
+}
 
 // Where each section of a page starts, derived from the page header and the
 // file's kinds.  Sections follow each other in this order, each aligned to 8
@@ -229,10 +257,17 @@ constexpr page_sections compute_sections(page_kind kind, std::uint32_t count,
   std::uint32_t value_data_size = 0;
   if (kind == page_kind::leaf) {
     switch (values) {
-      case value_kind::none: break;
-      case value_kind::u64: value_data_size = count * 8; break;
-      case value_kind::fixed: value_data_size = count * value_size; break;
-      case value_kind::bytes: value_data_size = count * slot_size; break;
+      case value_kind::none:
+        break;
+      case value_kind::u64:
+        value_data_size = count * 8;
+        break;
+      case value_kind::fixed:
+        value_data_size = count * value_size;
+        break;
+      case value_kind::bytes:
+        value_data_size = count * slot_size;
+        break;
     }
   }
   sections.heap = align8(sections.values + value_data_size);
@@ -248,33 +283,46 @@ inline std::uint64_t inline_key_of(const unsigned char* suffix, std::size_t suff
   const std::size_t copied = suffix_length < width ? suffix_length : width;
   if (copied > 0) std::memcpy(padded, suffix, copied);
   switch (width) {
-    case 2: return load_be<std::uint16_t>(padded);
-    case 4: return load_be<std::uint32_t>(padded);
-    default: return load_be<std::uint64_t>(padded);
+    case 2:
+      return load_be<std::uint16_t>(padded);
+    case 4:
+      return load_be<std::uint32_t>(padded);
+    default:
+      return load_be<std::uint64_t>(padded);
   }
 }
 
 inline std::uint64_t load_inline_key(const unsigned char* array, std::size_t index,
                                      std::uint32_t width) noexcept {
   switch (width) {
-    case 2: return load_be<std::uint16_t>(array + index * 2);
-    case 4: return load_be<std::uint32_t>(array + index * 4);
-    default: return load_be<std::uint64_t>(array + index * 8);
+    case 2:
+      return load_be<std::uint16_t>(array + index * 2);
+    case 4:
+      return load_be<std::uint32_t>(array + index * 4);
+    default:
+      return load_be<std::uint64_t>(array + index * 8);
   }
 }
 
 inline void store_inline_key(unsigned char* array, std::size_t index, std::uint32_t width,
                              std::uint64_t value) noexcept {
   switch (width) {
-    case 2: store_be(array + index * 2, static_cast<std::uint16_t>(value)); break;
-    case 4: store_be(array + index * 4, static_cast<std::uint32_t>(value)); break;
-    default: store_be(array + index * 8, value); break;
+    case 2:
+      store_be(array + index * 2, static_cast<std::uint16_t>(value));
+      break;
+    case 4:
+      store_be(array + index * 4, static_cast<std::uint32_t>(value));
+      break;
+    default:
+      store_be(array + index * 8, value);
+      break;
   }
 }
 
 // Page checksums cover everything after the checksum field; the page number
 // stored inside makes a page copied to the wrong place detectable.
-inline std::uint32_t page_checksum(const unsigned char* page_bytes, std::uint32_t page_size) noexcept {
+inline std::uint32_t page_checksum(const unsigned char* page_bytes,
+                                   std::uint32_t page_size) noexcept {
   return crc32c(page_bytes + 4, page_size - 4);
 }
 
