@@ -9,18 +9,25 @@ namespace bbtree::bench {
 
 const char* to_string(data_kind kind) noexcept {
   switch (kind) {
-    case data_kind::u64: return "u64";
-    case data_kind::fix16: return "fix16";
-    case data_kind::str: return "str";
+    case data_kind::u64:
+      return "u64";
+    case data_kind::fix16:
+      return "fix16";
+    case data_kind::str:
+      return "str";
   }
   return "?";
 }
 
 bool parse_kind(std::string_view text, data_kind& kind) noexcept {
-  if (text == "u64") kind = data_kind::u64;
-  else if (text == "fix16") kind = data_kind::fix16;
-  else if (text == "str") kind = data_kind::str;
-  else return false;
+  if (text == "u64")
+    kind = data_kind::u64;
+  else if (text == "fix16")
+    kind = data_kind::fix16;
+  else if (text == "str")
+    kind = data_kind::str;
+  else
+    return false;
   return true;
 }
 
@@ -32,12 +39,12 @@ constexpr std::uint64_t seed = 0x6262747265650001ull;  // "bbtree" + 1
 // small vocabulary of path segments, a numbered leaf.  Neighbouring keys
 // share long prefixes.
 const char* const words[] = {
-    "src",     "lib",      "include", "docs",    "assets",  "images",  "static", "api",
-    "v1",      "v2",       "users",   "orders",  "catalog", "product", "search", "blog",
-    "archive", "2019",     "2020",    "2021",    "2022",    "2023",    "2024",   "en-us",
-    "de-de",   "fr-fr",    "public",  "private", "shared",  "cache",   "build",  "release",
-    "debug",   "internal", "tests",   "fixtures","data",    "reports", "q1",     "q2",
-    "q3",      "q4",       "media",   "video",   "audio",   "thumbs",  "config", "modules"};
+    "src",     "lib",      "include", "docs",     "assets",  "images",  "static", "api",
+    "v1",      "v2",       "users",   "orders",   "catalog", "product", "search", "blog",
+    "archive", "2019",     "2020",    "2021",     "2022",    "2023",    "2024",   "en-us",
+    "de-de",   "fr-fr",    "public",  "private",  "shared",  "cache",   "build",  "release",
+    "debug",   "internal", "tests",   "fixtures", "data",    "reports", "q1",     "q2",
+    "q3",      "q4",       "media",   "video",    "audio",   "thumbs",  "config", "modules"};
 constexpr std::size_t word_count = sizeof(words) / sizeof(words[0]);
 const char* const tlds[] = {"com", "org", "net", "io", "de", "co.uk"};
 const char* const exts[] = {".html", ".json", ".png", ".cc", ".h", ".txt", ".md", ""};
@@ -74,9 +81,12 @@ std::string make_string_key(rng& random) {
 std::string make_string_value(rng& random) {
   const std::uint64_t r = random.below(100);
   std::size_t length;
-  if (r < 70) length = 8 + random.below(57);
-  else if (r < 95) length = 64 + random.below(193);
-  else length = 256 + random.below(1793);
+  if (r < 70)
+    length = 8 + random.below(57);
+  else if (r < 95)
+    length = 64 + random.below(193);
+  else
+    length = 256 + random.below(1793);
   std::string value(length, '\0');
   for (auto& c : value) c = static_cast<char>('a' + random.below(26));
   return value;
@@ -171,9 +181,10 @@ dataset generate(const dataset_spec& spec, std::size_t lookups, std::size_t scan
       while (entries.size() < n) entries.push_back({make_string_key(random), {}});
       std::sort(entries.begin(), entries.end(),
                 [](const raw_entry& a, const raw_entry& b) { return a.key < b.key; });
-      entries.erase(std::unique(entries.begin(), entries.end(),
-                                [](const raw_entry& a, const raw_entry& b) { return a.key == b.key; }),
-                    entries.end());
+      entries.erase(
+          std::unique(entries.begin(), entries.end(),
+                      [](const raw_entry& a, const raw_entry& b) { return a.key == b.key; }),
+          entries.end());
     }
     for (auto& e : entries) e.value = make_string_value(random);
     fill_sorted(d, entries);
@@ -183,8 +194,10 @@ dataset generate(const dataset_spec& spec, std::size_t lookups, std::size_t scan
     misses.reserve(lookups);
     while (misses.size() < lookups) {
       std::string key(d.keys[random.below(n)]);
-      if (random.below(2) == 0) key += static_cast<char>('0' + random.below(10));
-      else key.back() = static_cast<char>('!' + random.below(90));
+      if (random.below(2) == 0)
+        key += static_cast<char>('0' + random.below(10));
+      else
+        key.back() = static_cast<char>('!' + random.below(90));
       if (!present(d, key)) misses.push_back(std::move(key));
     }
     std::size_t bytes = 0;
@@ -215,16 +228,39 @@ dataset generate(const dataset_spec& spec, std::size_t lookups, std::size_t scan
   // Hits: distinct existing keys in random order (all keys when lookups >= n).
   std::vector<std::uint32_t> order = d.unsorted;
   shuffle(order, random);
+  // Copied, in query order, into an arena of their own, as the misses are:
+  // a probe's bytes are then read from memory the loop streams through,
+  // not from a random place in the 10M keys, which would add a cache and
+  // TLB miss to every hit of every peer, and to no miss.
+  std::size_t hit_bytes = 0;
+  for (std::size_t i = 0; i < lookups; ++i) hit_bytes += d.keys[order[i % n]].size();
+  d.hit_arena.reserve(hit_bytes);
   for (std::size_t i = 0; i < lookups; ++i) {
     const std::uint32_t index = order[i % n];
-    d.hits.push_back(d.keys[index]);
+    d.hit_arena += d.keys[index];
     d.hits_digest += d.digests[index];
   }
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < lookups; ++i) {
+    const std::size_t length = d.keys[order[i % n]].size();
+    d.hits.emplace_back(d.hit_arena.data() + at, length);
+    at += length;
+  }
 
+  // Scan starts likewise get an arena of their own.
+  std::vector<std::size_t> firsts(scans);
+  std::size_t start_bytes = 0;
   for (std::size_t i = 0; i < scans; ++i) {
-    const std::size_t first = random.below(n);
+    firsts[i] = random.below(n);
+    start_bytes += d.keys[firsts[i]].size();
+  }
+  d.scan_start_arena.reserve(start_bytes);
+  for (const std::size_t first : firsts) d.scan_start_arena += d.keys[first];
+  at = 0;
+  for (const std::size_t first : firsts) {
     const std::size_t last = std::min(n, first + d.scan_length);
-    d.scan_starts.push_back(d.keys[first]);
+    d.scan_starts.emplace_back(d.scan_start_arena.data() + at, d.keys[first].size());
+    at += d.keys[first].size();
     d.scan_digest += d.prefix[last] - d.prefix[first];
     d.scan_entries += last - first;
   }

@@ -70,12 +70,14 @@ struct dataset {
 
   // Queries.  Hits are existing keys in shuffled order; misses are absent
   // keys (for strings: neighbours of existing keys, sharing their prefix).
+  std::string hit_arena;
   std::vector<std::string_view> hits;
   std::uint64_t hits_digest = 0;
   std::string miss_arena;
   std::vector<std::string_view> misses;
   // Scans: start at scan_starts[i] (an existing key), read scan_length entries.
   std::size_t scan_length = 100;
+  std::string scan_start_arena;
   std::vector<std::string_view> scan_starts;
   std::uint64_t scan_digest = 0;
   std::uint64_t scan_entries = 0;

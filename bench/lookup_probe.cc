@@ -1,0 +1,172 @@
+// bbtree-lookup-probe: one access pattern, one page size, one process; for
+// A/B runs of a reader change and for profiling (valgrind --tool=callgrind
+// --toggle-collect='run_*' counts the instructions of the timed loop only).
+//
+//   bbtree-lookup-probe ENTRIES PROBES PAGE_SIZE [get|many|scan|array]
+//
+// Builds (once, kept in $TMPDIR) an index of ENTRIES random u64 keys with
+// u64 values, opens it populated (memory_mode::copy_huge_pages when HUGE is
+// set in the environment), and times PROBES random hits with reader::get,
+// with get_many in batches of 256 ("many"), a full cursor scan ("scan"), or
+// std::lower_bound over the same keys in a 2 MiB-aligned array ("array",
+// advised for huge pages when HUGE is set).  Prints ns per operation.
+#include <bbtree/builder.h>
+#include <bbtree/reader.h>
+
+#include <sys/mman.h>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+using namespace bbtree;
+
+std::string big_endian(std::uint64_t value) {
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i)
+    bytes[static_cast<std::size_t>(i)] = static_cast<char>(value >> (56 - 8 * i));
+  return bytes;
+}
+
+std::uint64_t first_byte(std::string_view value) { return static_cast<unsigned char>(value[0]); }
+
+[[gnu::noinline]] std::uint64_t run_get(const reader& index,
+                                        const std::vector<std::string>& probes) {
+  std::uint64_t sum = 0;
+  for (const auto& probe : probes) {
+    if (const auto value = index.get(probe)) sum += first_byte(*value);
+  }
+  return sum;
+}
+
+[[gnu::noinline]] std::uint64_t run_many(const reader& index,
+                                         const std::vector<std::string>& probes) {
+  constexpr std::size_t batch = 256;
+  std::vector<std::string_view> keys(batch);
+  std::vector<std::optional<std::string_view>> values(batch);
+  std::uint64_t sum = 0;
+  for (std::size_t start = 0; start < probes.size(); start += batch) {
+    const std::size_t n = std::min(batch, probes.size() - start);
+    for (std::size_t i = 0; i < n; ++i) keys[i] = probes[start + i];
+    index.get_many(std::span(keys.data(), n), std::span(values.data(), n));
+    for (std::size_t i = 0; i < n; ++i) {
+      if (values[i]) sum += first_byte(*values[i]);
+    }
+  }
+  return sum;
+}
+
+[[gnu::noinline]] std::uint64_t run_scan(const reader& index) {
+  std::uint64_t sum = 0;
+  for (cursor position = index.begin(); !position.is_end(); ++position) {
+    std::uint64_t value;
+    std::memcpy(&value, position.value().data(), 8);
+    sum += value;
+  }
+  return sum;
+}
+
+[[gnu::noinline]] std::uint64_t run_array(const std::uint64_t* first, const std::uint64_t* last,
+                                          const std::vector<std::uint64_t>& probes) {
+  std::uint64_t sum = 0;
+  for (const std::uint64_t key : probes) {
+    const std::uint64_t* found = std::lower_bound(first, last, key);
+    if (found != last && *found == key) sum += key >> 56;
+  }
+  return sum;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    std::fprintf(stderr,
+                 "usage: bbtree-lookup-probe ENTRIES PROBES PAGE_SIZE [get|many|scan|array]\n");
+    return 2;
+  }
+  const std::size_t entries = std::strtoull(argv[1], nullptr, 10);
+  const std::size_t probe_count = std::strtoull(argv[2], nullptr, 10);
+  const auto page_size = static_cast<std::uint32_t>(std::strtoul(argv[3], nullptr, 10));
+  const std::string mode = argc > 4 ? argv[4] : "get";
+  const bool huge = std::getenv("HUGE") != nullptr;
+
+  std::mt19937_64 random(42);
+  std::vector<std::uint64_t> keys(entries);
+  for (auto& key : keys) key = random();
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  std::mt19937_64 probe_random(7);
+  std::vector<std::uint64_t> probe_keys(probe_count);
+  for (auto& key : probe_keys) key = keys[probe_random() % keys.size()];
+
+  std::uint64_t sum = 0;
+  std::size_t operations = probe_count;
+  if (mode == "array") {
+    constexpr std::size_t huge_page = std::size_t{2} << 20;
+    const std::size_t bytes = (keys.size() * 8 + huge_page - 1) / huge_page * huge_page;
+    auto* array = static_cast<std::uint64_t*>(std::aligned_alloc(huge_page, bytes));
+    if (huge) ::madvise(array, bytes, MADV_HUGEPAGE);
+    std::copy(keys.begin(), keys.end(), array);
+    const auto timed = std::chrono::steady_clock::now();
+    sum = run_array(array, array + keys.size(), probe_keys);
+    const double ns =
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - timed).count();
+    std::printf("array entries=%zu: %.1f ns/op (sum %llu)\n", keys.size(),
+                ns / static_cast<double>(operations), static_cast<unsigned long long>(sum));
+    std::free(array);
+    return 0;
+  }
+  const char* directory = std::getenv("TMPDIR");
+  const std::filesystem::path file =
+      std::filesystem::path(directory ? directory : "/tmp") /
+      ("bbtree-probe-" + std::to_string(entries) + "-" + std::to_string(page_size) + ".bbt");
+  if (!std::filesystem::exists(file)) {
+    build_options options;
+    options.keys = key_kind::u64;
+    options.values = value_kind::u64;
+    options.page_size = page_size;
+    options.sync = false;
+    options.overwrite = true;
+    builder writer(file, options);
+    for (const std::uint64_t key : keys) {
+      const std::string bytes = big_endian(key);
+      writer.add(bytes, bytes);
+    }
+    writer.finish();
+  }
+  open_options open;
+  open.memory = huge ? memory_mode::copy_huge_pages : memory_mode::map;
+  open.populate = true;
+  const reader index = reader::open(file, open);
+  std::vector<std::string> probes;
+  probes.reserve(probe_count);
+  for (const std::uint64_t key : probe_keys) probes.push_back(big_endian(key));
+
+  const auto timed = std::chrono::steady_clock::now();
+  if (mode == "get") {
+    sum = run_get(index, probes);
+  } else if (mode == "many") {
+    sum = run_many(index, probes);
+  } else if (mode == "scan") {
+    sum = run_scan(index);
+    operations = index.size();
+  } else {
+    std::fprintf(stderr, "bbtree-lookup-probe: unknown mode %s\n", mode.c_str());
+    return 2;
+  }
+  const double ns =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - timed).count();
+  std::printf("%s entries=%zu page_size=%u height=%u: %.1f ns/op (sum %llu)\n", mode.c_str(),
+              keys.size(), page_size, index.info().height, ns / static_cast<double>(operations),
+              static_cast<unsigned long long>(sum));
+  return 0;
+}
