@@ -661,8 +661,13 @@ std::size_t reader_core::get_many(std::span<const std::string_view> keys,
   const reader_core& core = *this;
   const file_info& info = info_;
   // Groups small enough that their pages stay in cache between levels, and
-  // large enough that a level's misses overlap.
-  constexpr std::size_t group = 32;
+  // large enough that a level's misses overlap; and only the first half of
+  // each 1 KiB page prefetched, because across a group the misses overlap
+  // anyway and whole pages crowd the memory system.  Measured
+  // (bench/RESULTS.md, get_many): 16 keys and 512 bytes beat 32 keys and
+  // 1024 bytes, 16 and 1024, 16 and 256, 64 and 256, 128 and 128.
+  constexpr std::size_t group = 16;
+  constexpr std::uint32_t batch_prefetch_bytes = 512;
   std::uint32_t pages[group];
   std::uint64_t words[group];
   bool integer[group];
@@ -680,7 +685,7 @@ std::size_t reader_core::get_many(std::span<const std::string_view> keys,
           integer[i] = false;
           pages[i] = core.inner_step(keys[start + i], level, pages[i]);
         }
-        core.prefetch_page(pages[i]);
+        core.prefetch_page<batch_prefetch_bytes>(pages[i]);
       }
     }
     for (std::size_t i = 0; i < n; ++i) {

@@ -167,13 +167,14 @@ class reader_core {
   //
   // GCC 12 drops every prefetch from `if (span == constant) { loop to the
   // constant }`: check the disassembly for prefetcht0 after changing this.
+  static constexpr std::uint32_t prefetch_bytes = 1024;
+  template <std::uint32_t Bytes = prefetch_bytes>
   void prefetch_page(std::uint32_t number) const {
     const unsigned char* page_bytes = base_ + std::uint64_t{number} * info_.page_size;
 #pragma GCC unroll 16
-    for (std::uint32_t offset = 0; offset < prefetch_bytes; offset += 64)
+    for (std::uint32_t offset = 0; offset < Bytes; offset += 64)
       __builtin_prefetch(page_bytes + offset);
   }
-  static constexpr std::uint32_t prefetch_bytes = 1024;
 
   cursor make_cursor(position at) const { return cursor(this, at.leaf, at.index); }
 
