@@ -352,6 +352,10 @@ cursor& cursor::step_to_next_leaf() {
   if (set_ != nullptr && leaf_ >= core_->end_leaf()) [[unlikely]]
     enter_next_shard();
   load_leaf();
+  // A cursor that crossed into this leaf is likely to cross into the next:
+  // start loading it now, since the hardware prefetcher stops at the
+  // boundaries of 4 KiB memory pages.
+  if (!is_end() && leaf_ + 1 < core_->end_leaf()) core_->prefetch_page(leaf_ + 1);
   return *this;
 }
 
@@ -363,6 +367,7 @@ cursor& cursor::step_to_previous_leaf() {
   if (set_ != nullptr && leaf_ >= core_->end_leaf()) [[unlikely]]
     enter_previous_shard();
   load_leaf();
+  if (!is_end() && leaf_ > core_->first_leaf()) core_->prefetch_page(leaf_ - 1);  // as forward
   return *this;
 }
 
