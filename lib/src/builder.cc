@@ -424,8 +424,8 @@ class open_page {
 
     std::uint32_t key_data_end = sections.key_data;
     if (shape_.keys == key_kind::bytes) {
-      key_data_end += count * slot_size;  // the slots are written with the heap below
-    } else if (sections.tail_width > 0) {
+      key_data_end += count * slot_size;                // the slots are written with the heap below
+    } else if (sections.tail_width > 0 && count > 0) {  // an empty page may have no key buffer
       const std::uint32_t tail = sections.tail_width;
       const unsigned char* source = keys_.data() + prefix + width;
       unsigned char* target = page + sections.key_data;
