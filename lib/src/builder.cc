@@ -417,7 +417,7 @@ class open_page {
       store_le<std::uint32_t>(page + page::first_child_offset,
                               static_cast<std::uint32_t>(header_word));
     }
-    if (count > 0) std::memcpy(page + sections.prefix, keys_.data(), prefix);
+    if (prefix > 0) std::memcpy(page + sections.prefix, keys_.data(), prefix);
     zero_gap(page, sections.prefix + prefix, sections.inline_keys);
     write_inline_keys(page + sections.inline_keys, prefix, width);
     zero_gap(page, sections.inline_keys + count * width, sections.key_data);
