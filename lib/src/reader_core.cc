@@ -373,21 +373,35 @@ struct integer_position {
   bool equal;           // the key at index equals word (or_equal false only)
 };
 
-template <bool OrEqual>
-[[gnu::always_inline]] inline integer_position integer_search(const unsigned char* page_bytes,
-                                                              std::uint32_t prefix_length,
-                                                              std::uint32_t width,
-                                                              std::uint32_t count,
-                                                              std::uint64_t word) {
+// A probe `word` against a page's prefix: negative or positive when the
+// probe sorts before or after every key of the page, else 0, with `target`
+// the probe's inline key in the page.
+[[gnu::always_inline]] inline int integer_target(const unsigned char* page_bytes,
+                                                 std::uint32_t prefix_length, std::uint32_t width,
+                                                 std::uint64_t word, std::uint64_t& target) {
   const std::uint32_t prefix_bits = 8 * prefix_length;
   if (prefix_bits > 0) {
     // The eight bytes at the prefix section lie in the page (it starts at
     // 32 and pages are at least 512 bytes); bytes past the prefix are masked.
     const std::uint64_t mask = ~std::uint64_t{0} << (64 - prefix_bits);
     const std::uint64_t prefix = load_be<std::uint64_t>(page_bytes + page_header_size) & mask;
-    if ((word & mask) != prefix) return {(word & mask) < prefix ? 0 : count, false};
+    if ((word & mask) != prefix) return (word & mask) < prefix ? -1 : 1;
   }
-  const std::uint64_t target = prefix_bits >= 64 ? 0 : (word << prefix_bits) >> (64 - 8 * width);
+  target = prefix_bits >= 64 ? 0 : (word << prefix_bits) >> (64 - 8 * width);
+  return 0;
+}
+
+template <bool OrEqual>
+[[gnu::always_inline]] inline integer_position integer_search(const unsigned char* page_bytes,
+                                                              std::uint32_t prefix_length,
+                                                              std::uint32_t width,
+                                                              std::uint32_t count,
+                                                              std::uint64_t word) {
+  std::uint64_t target;
+  if (const int order = integer_target(page_bytes, prefix_length, width, word, target);
+      order != 0) {
+    return {order < 0 ? 0 : count, false};
+  }
   const unsigned char* inline_keys = page_bytes + align8(page_header_size + prefix_length);
   const std::uint32_t index = inline_bound_any<OrEqual>(inline_keys, width, 0, count, target);
   if constexpr (OrEqual) {
@@ -585,9 +599,10 @@ std::uint32_t reader_core::inner_step(std::string_view key, std::uint32_t level,
 bool reader_core::key_equals(const page_view& page, std::uint32_t index,
                              std::string_view key) const {
   if (index < page.count && integer_search_applies(page, key)) {
-    const integer_position found = integer_search<false>(
-        page.bytes, page.prefix_length, page.inline_width, page.count, integer_word(key));
-    return found.equal && found.index == index;
+    std::uint64_t target;
+    return integer_target(page.bytes, page.prefix_length, page.inline_width, integer_word(key),
+                          target) == 0 &&
+           page.inline_key(index) == target;
   }
   if (index >= page.count || key.size() < page.prefix_length ||
       (page.prefix_length > 0 &&
