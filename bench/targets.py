@@ -48,6 +48,10 @@ def main():
         value, unit = mine
         other, other_unit = theirs
         ratio = value / (other * scale)
+        if bar == float("inf"):  # reported beside a target, not a target
+            rows.append((target, hp, f"{value:.4g} {unit}", f"{other:.4g} {other_unit}", "reported",
+                         f"{ratio:.3g}"))
+            return
         met = ratio < bar if strict else ratio <= bar
         shown_other = f"{other:.4g} {other_unit}" if scale == 1.0 else f"{other:.4g} {other_unit} x {scale:g}"
         rows.append((target, hp, f"{value:.4g} {unit}", shown_other, f"{'<' if strict else '<='} {bar:g}",

@@ -173,23 +173,12 @@ std::optional<entry> reader::last() const {
   return entry{std::string(last.key()), last.value()};
 }
 
-std::optional<std::string_view> reader::get(std::string_view key) const {
-  if (core_->integer_probe(key)) {
-    std::optional<std::string_view> value;
-    if (core_->integer_get(core_->integer_word(key), value)) return value;
-  }
-  const page_view leaf = core_->page(core_->descend(key), 0);
-  const std::uint32_t index = core_->count_below(leaf, key, false);
-  if (!core_->key_equals(leaf, index, key)) return std::nullopt;
-  return core_->value(leaf, index);
-}
+std::optional<std::string_view> reader::get(std::string_view key) const { return core_->get(key); }
 
 cursor reader::find(std::string_view key) const {
   const std::uint32_t leaf_number = core_->descend(key);
-  const page_view leaf = core_->page(leaf_number, 0);
-  const std::uint32_t index = core_->count_below(leaf, key, false);
-  if (!core_->key_equals(leaf, index, key)) return end();
-  return core_->make_cursor({leaf_number, index});
+  const std::optional<std::uint32_t> index = core_->find_in_leaf(core_->page(leaf_number, 0), key);
+  return index ? core_->make_cursor({leaf_number, *index}) : end();
 }
 
 cursor reader::lower_bound(std::string_view key) const {
@@ -308,10 +297,10 @@ std::string_view cursor::key() const {
   if (is_end()) throw error(errc::invalid_argument, "key() of the end cursor");
   const file_info& info = core_->info();
   const std::uint32_t prefix_length = leaf_page_.prefix_length;
-  if (info.keys != key_kind::bytes && info.key_size <= 8 && leaf_page_.sections.tail_width == 0 &&
-      prefix_length <= info.key_size) {
+  if (info.keys != key_kind::bytes && info.key_size <= 8 && leaf_page_.sections.tail_width == 0) {
     // A key of at most eight bytes is the page's prefix followed by the
     // leading bytes of its inline key: one word, no string building.
+    // page() checked prefix_length <= key_size.
     const std::uint32_t suffix_length = info.key_size - prefix_length;
     const std::uint32_t prefix_bits = 8 * prefix_length;
     std::uint64_t word =
@@ -346,7 +335,7 @@ std::uint64_t cursor::rank() const noexcept {
 cursor& cursor::step_to_next_leaf() {
   // The end stays the end; otherwise the next leaf's first entry, which
   // load_leaf finds past any empty leaves.
-  if (core_ == nullptr || is_end()) return *this;
+  if (is_end()) return *this;
   ++leaf_;
   index_ = 0;
   if (set_ != nullptr && leaf_ >= core_->end_leaf()) [[unlikely]]

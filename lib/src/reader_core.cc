@@ -436,15 +436,14 @@ std::uint64_t padded_word(const void* bytes, std::size_t length) {
 bool reader_core::integer_search_applies(const page_view& page, std::string_view probe) const {
   // The inline key holds the whole suffix, so inline order is key order and
   // no tie needs the full key.
-  return info_.keys != key_kind::bytes && info_.key_size <= 8 && probe.size() == info_.key_size &&
-         page.sections.tail_width == 0;
+  return integer_probe(probe) && page.sections.tail_width == 0;
 }
 
 std::uint32_t reader_core::count_below(const page_view& page, std::string_view probe,
                                        bool or_equal) const {
   if (integer_search_applies(page, probe)) {
     return integer_count_below(page.bytes, page.prefix_length, page.inline_width, page.count,
-                               padded_word(probe.data(), probe.size()), or_equal);
+                               integer_word(probe), or_equal);
   }
   const std::uint32_t prefix_length = page.prefix_length;
   if (prefix_length > 0) {
@@ -671,10 +670,31 @@ reader_core::position reader_core::at_rank(std::uint64_t rank) const {
   return normalize(low, static_cast<std::uint32_t>(std::min<std::uint64_t>(index, 0xFFFFFFFFu)));
 }
 
+std::optional<std::uint32_t> reader_core::find_in_leaf(const page_view& leaf,
+                                                       std::string_view key) const {
+  const std::uint32_t index = count_below(leaf, key, false);
+  if (!key_equals(leaf, index, key)) return std::nullopt;
+  return index;
+}
+
+std::optional<std::string_view> reader_core::get_in_leaf(std::uint32_t leaf_number,
+                                                         std::string_view key) const {
+  const page_view leaf = page(leaf_number, 0);
+  const std::optional<std::uint32_t> index = find_in_leaf(leaf, key);
+  if (!index) return std::nullopt;
+  return value(leaf, *index);
+}
+
+std::optional<std::string_view> reader_core::get(std::string_view key) const {
+  if (integer_probe(key)) {
+    std::optional<std::string_view> found;
+    if (integer_get(integer_word(key), found)) return found;
+  }
+  return get_in_leaf(descend(key), key);
+}
+
 std::size_t reader_core::get_many(std::span<const std::string_view> keys,
                                   std::span<std::optional<std::string_view>> out) const {
-  const reader_core& core = *this;
-  const file_info& info = info_;
   // Groups small enough that their pages stay in cache between levels, and
   // large enough that a level's misses overlap; and only the first half of
   // each 1 KiB page prefetched, because across a group the misses overlap
@@ -690,33 +710,24 @@ std::size_t reader_core::get_many(std::span<const std::string_view> keys,
   for (std::size_t start = 0; start < keys.size(); start += group) {
     const std::size_t n = std::min(group, keys.size() - start);
     for (std::size_t i = 0; i < n; ++i) {
-      pages[i] = info.root_page;
-      integer[i] = core.integer_probe(keys[start + i]);
-      words[i] = integer[i] ? core.integer_word(keys[start + i]) : 0;
+      pages[i] = info_.root_page;
+      integer[i] = integer_probe(keys[start + i]);
+      words[i] = integer[i] ? integer_word(keys[start + i]) : 0;
     }
-    for (std::uint32_t level = info.height - 1; level > 0; --level) {
+    for (std::uint32_t level = info_.height - 1; level > 0; --level) {
       for (std::size_t i = 0; i < n; ++i) {
-        if (!integer[i] || !core.integer_step(words[i], level, pages[i])) {
+        if (!integer[i] || !integer_step(words[i], level, pages[i])) {
           integer[i] = false;
-          pages[i] = core.inner_step(keys[start + i], level, pages[i]);
+          pages[i] = inner_step(keys[start + i], level, pages[i]);
         }
-        core.prefetch_page<batch_prefetch_bytes>(pages[i]);
+        prefetch_page<batch_prefetch_bytes>(pages[i]);
       }
     }
     for (std::size_t i = 0; i < n; ++i) {
-      if (integer[i] && core.integer_leaf_get(words[i], pages[i], out[start + i])) {
-        found += out[start + i].has_value();
-        continue;
-      }
-      const page_view leaf = core.page(pages[i], 0);
-      const std::string_view key = keys[start + i];
-      const std::uint32_t index = core.count_below(leaf, key, false);
-      if (core.key_equals(leaf, index, key)) {
-        out[start + i] = core.value(leaf, index);
-        ++found;
-      } else {
-        out[start + i] = std::nullopt;
-      }
+      std::optional<std::string_view>& value = out[start + i];
+      if (!integer[i] || !integer_leaf_get(words[i], pages[i], value))
+        value = get_in_leaf(pages[i], keys[start + i]);
+      found += value.has_value();
     }
   }
   return found;

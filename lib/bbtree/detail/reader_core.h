@@ -119,6 +119,13 @@ class reader_core {
     std::uint32_t index;
   };
   position search(std::string_view key, bool or_equal) const;
+  // reader::get: the integer path where it applies, else the general one.
+  std::optional<std::string_view> get(std::string_view key) const;
+  // The index of `key` in `leaf`, if the leaf holds it; and the value of
+  // `key` found in leaf `leaf_number` (the general path of get and get_many).
+  std::optional<std::uint32_t> find_in_leaf(const page_view& leaf, std::string_view key) const;
+  std::optional<std::string_view> get_in_leaf(std::uint32_t leaf_number,
+                                              std::string_view key) const;
   // reader::get_many, once its arguments are checked.
   std::size_t get_many(std::span<const std::string_view> keys,
                        std::span<std::optional<std::string_view>> out) const;
