@@ -7,10 +7,10 @@
 
 #include <catch2/catch.hpp>
 
-#include <csignal>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <csignal>
 
 using namespace bbtree;
 using namespace bbtree::test;
@@ -58,7 +58,8 @@ TEST_CASE("bad input in the middle of the stream", "[build][failure]") {
 
 TEST_CASE("duplicates follow the policy", "[build]") {
   scratch_directory scratch;
-  for (auto policy : {duplicate_policy::error, duplicate_policy::keep_first, duplicate_policy::keep_last}) {
+  for (auto policy :
+       {duplicate_policy::error, duplicate_policy::keep_first, duplicate_policy::keep_last}) {
     build_options options = u64_options();
     options.duplicates = policy;
     builder writer(scratch / "dups.bbt", options);
@@ -79,7 +80,8 @@ TEST_CASE("duplicates follow the policy", "[build]") {
     writer.finish();
     const reader index = reader::open(scratch / "dups.bbt");
     REQUIRE(index.size() == 3);
-    REQUIRE(decode_u64_value(*index.get(u64_key(2))) == (policy == duplicate_policy::keep_first ? 20u : 22u));
+    REQUIRE(decode_u64_value(*index.get(u64_key(2))) ==
+            (policy == duplicate_policy::keep_first ? 20u : 22u));
   }
 }
 
@@ -124,7 +126,8 @@ TEST_CASE("a write error (file size limit) fails cleanly", "[build][failure]") {
       for (std::uint64_t i = 0; i < 1000000; ++i) writer.add(u64_key(i), u64_value(i));
       writer.finish();
     } catch (const error& failure) {
-      status = failure.code() == errc::io_error && std::string(failure.what()).find(path.string()) != std::string::npos
+      status = failure.code() == errc::io_error &&
+                       std::string(failure.what()).find(path.string()) != std::string::npos
                    ? 0
                    : 11;
     }
@@ -158,20 +161,15 @@ TEST_CASE("a killed build leaves nothing, and stale temporaries are removed", "[
     }
   }
   ::close(ready[1]);
-  char byte = 0;
-  REQUIRE(::read(ready[0], &byte, 1) == 1);
-  ::close(ready[0]);
-  ::kill(child, SIGKILL);
-  int status = 0;
-  REQUIRE(::waitpid(child, &status, 0) == child);
-  REQUIRE(WIFSIGNALED(status));
+  kill_when_ready(child, ready[0]);
   REQUIRE(read_file(path) == previous);
   REQUIRE(scratch.names() == std::vector<std::string>{"index.bbt"});
 
   // A temporary name left by a build whose process is gone (where the file
   // system has no unnamed files, or a kill between link and rename) is
   // removed by the next build of the same destination.
-  const std::string stale = detail::temporary_name_prefix(path) + std::to_string(child) + "-deadbeef";
+  const std::string stale =
+      detail::temporary_name_prefix(path) + std::to_string(child) + "-deadbeef";
   write_file(scratch / stale, "partial");
   make_previous(path);
   REQUIRE(scratch.names() == std::vector<std::string>{"index.bbt"});

@@ -336,13 +336,7 @@ TEST_CASE("a killed external sort leaves nothing, and stale scratch files are re
     ::_exit(10);  // not reached: the parent kills it first
   }
   ::close(ready[1]);
-  char byte = 0;
-  REQUIRE(::read(ready[0], &byte, 1) == 1);
-  ::close(ready[0]);
-  ::kill(child, SIGKILL);
-  int status = 0;
-  REQUIRE(::waitpid(child, &status, 0) == child);
-  REQUIRE(WIFSIGNALED(status));
+  kill_when_ready(child, ready[0]);
   REQUIRE(scratch.names() == std::vector<std::string>{"tmp"});
   REQUIRE(std::filesystem::is_empty(temporary));
 

@@ -1,13 +1,15 @@
 #include "test_support.h"
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
 #include <algorithm>
+#include <csignal>
 #include <optional>
 #include <span>
 #include <sstream>
-#include <unistd.h>
 
 namespace bbtree::test {
 
@@ -26,7 +28,8 @@ scratch_directory::~scratch_directory() {
 
 std::vector<std::string> scratch_directory::names() const {
   std::vector<std::string> result;
-  for (const auto& item : fs::directory_iterator(path_)) result.push_back(item.path().filename().string());
+  for (const auto& item : fs::directory_iterator(path_))
+    result.push_back(item.path().filename().string());
   std::sort(result.begin(), result.end());
   return result;
 }
@@ -53,8 +56,10 @@ build_options options_for(const shape& kinds) {
 
 std::string random_key(const shape& kinds, std::mt19937_64& random) {
   switch (kinds.keys) {
-    case key_kind::u64: return std::string(u64_key(random()).view());
-    case key_kind::i64: return std::string(i64_key(static_cast<std::int64_t>(random())).view());
+    case key_kind::u64:
+      return std::string(u64_key(random()).view());
+    case key_kind::i64:
+      return std::string(i64_key(static_cast<std::int64_t>(random())).view());
     case key_kind::fixed: {
       std::string key(kinds.key_size, '\0');
       for (auto& byte : key) byte = static_cast<char>(random());
@@ -74,8 +79,10 @@ std::string random_key(const shape& kinds, std::mt19937_64& random) {
 
 std::string random_value(const shape& kinds, std::mt19937_64& random) {
   switch (kinds.values) {
-    case value_kind::none: return {};
-    case value_kind::u64: return std::string(u64_value(random()).view());
+    case value_kind::none:
+      return {};
+    case value_kind::u64:
+      return std::string(u64_value(random()).view());
     case value_kind::fixed: {
       std::string value(kinds.value_size, '\0');
       for (auto& byte : value) byte = static_cast<char>(random());
@@ -83,7 +90,8 @@ std::string random_value(const shape& kinds, std::mt19937_64& random) {
     }
     case value_kind::bytes: {
       // Mostly small, some past the inline limit so they go out of page.
-      const std::size_t length = random() % 10 == 0 ? random() % (kinds.page_size / 2) : random() % 20;
+      const std::size_t length =
+          random() % 10 == 0 ? random() % (kinds.page_size / 2) : random() % 20;
       std::string value(length, '\0');
       for (auto& byte : value) byte = static_cast<char>(random());
       return value;
@@ -112,8 +120,8 @@ void write_file(const fs::path& path, const std::string& bytes) {
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
-std::vector<std::string> probes_for(const shape& kinds, const model& entries, std::mt19937_64& random,
-                                    std::size_t random_count) {
+std::vector<std::string> probes_for(const shape& kinds, const model& entries,
+                                    std::mt19937_64& random, std::size_t random_count) {
   std::vector<std::string> probes;
   probes.push_back({});
   for (const auto& [key, value] : entries) {
@@ -157,8 +165,9 @@ void check_position(const Index& index, const model& entries, const std::vector<
   REQUIRE_FALSE(position.is_end());
   REQUIRE(printable(std::string(position.key())) == printable(expected->first));
   REQUIRE(position.value() == expected->second);
-  REQUIRE(position.rank() == static_cast<std::uint64_t>(
-                                 std::lower_bound(ranks.begin(), ranks.end(), expected->first) - ranks.begin()));
+  REQUIRE(position.rank() ==
+          static_cast<std::uint64_t>(std::lower_bound(ranks.begin(), ranks.end(), expected->first) -
+                                     ranks.begin()));
 }
 
 // Walks a range against the model from `first`, for at most `limit`
@@ -223,14 +232,18 @@ void check_index_against_model(const Index& index, const model& entries,
     if (got) REQUIRE(*got == expected->second);
     REQUIRE(index.contains(probe) == (expected != entries.end()));
     check_position(index, entries, sorted_keys, index.find(probe), expected);
-    check_position(index, entries, sorted_keys, index.lower_bound(probe), entries.lower_bound(probe));
-    check_position(index, entries, sorted_keys, index.upper_bound(probe), entries.upper_bound(probe));
+    check_position(index, entries, sorted_keys, index.lower_bound(probe),
+                   entries.lower_bound(probe));
+    check_position(index, entries, sorted_keys, index.upper_bound(probe),
+                   entries.upper_bound(probe));
     const auto [equal_first, equal_last] = entries.equal_range(probe);
     const entry_range equal = index.equal_range(probe);
-    check_range(equal, equal_first, static_cast<std::size_t>(std::distance(equal_first, equal_last)), 2);
-    REQUIRE(index.rank(probe) == static_cast<std::uint64_t>(
-                                     std::lower_bound(sorted_keys.begin(), sorted_keys.end(), probe) -
-                                     sorted_keys.begin()));
+    check_range(equal, equal_first,
+                static_cast<std::size_t>(std::distance(equal_first, equal_last)), 2);
+    REQUIRE(
+        index.rank(probe) ==
+        static_cast<std::uint64_t>(std::lower_bound(sorted_keys.begin(), sorted_keys.end(), probe) -
+                                   sorted_keys.begin()));
     batch.push_back(probe);
   }
 
@@ -239,9 +252,11 @@ void check_index_against_model(const Index& index, const model& entries,
   auto rank_of_bound = [&](const bound& edge, bool is_start) -> std::ptrdiff_t {
     const std::string key(edge.key);
     const bool take_equal = (edge.type == bound::kind::inclusive) != is_start;
-    if (edge.type == bound::kind::unbounded) return is_start ? 0 : static_cast<std::ptrdiff_t>(sorted_keys.size());
-    const auto position = take_equal ? std::upper_bound(sorted_keys.begin(), sorted_keys.end(), key)
-                                     : std::lower_bound(sorted_keys.begin(), sorted_keys.end(), key);
+    if (edge.type == bound::kind::unbounded)
+      return is_start ? 0 : static_cast<std::ptrdiff_t>(sorted_keys.size());
+    const auto position = take_equal
+                              ? std::upper_bound(sorted_keys.begin(), sorted_keys.end(), key)
+                              : std::lower_bound(sorted_keys.begin(), sorted_keys.end(), key);
     return position - sorted_keys.begin();
   };
   std::mt19937_64 random(probes.size());
@@ -259,14 +274,17 @@ void check_index_against_model(const Index& index, const model& entries,
                                              ? sorted_keys[static_cast<std::size_t>(first_rank)]
                                              : std::string());
         if (static_cast<std::size_t>(first_rank) == sorted_keys.size()) first = entries.end();
-        check_range(index.range(from, to), first, static_cast<std::size_t>(last_rank - first_rank), 50);
+        check_range(index.range(from, to), first, static_cast<std::size_t>(last_rank - first_rank),
+                    50);
       }
     }
     // Prefix queries: the probe's first bytes.
     const std::string prefix = a.substr(0, random() % (a.size() + 1));
     auto first = entries.lower_bound(prefix);
     std::size_t matching = 0;
-    for (auto it = first; it != entries.end() && it->first.compare(0, prefix.size(), prefix) == 0 && matching <= 50; ++it) {
+    for (auto it = first;
+         it != entries.end() && it->first.compare(0, prefix.size(), prefix) == 0 && matching <= 50;
+         ++it) {
       ++matching;
     }
     check_range(index.prefix(prefix), first, matching, 50);
@@ -296,7 +314,18 @@ void check_index_against_model(const Index& index, const model& entries,
 
 }  // namespace
 
-void check_against_model(const reader& index, const model& entries, const std::vector<std::string>& probes) {
+void kill_when_ready(int child, int ready_fd) {
+  char byte = 0;
+  REQUIRE(::read(ready_fd, &byte, 1) == 1);
+  ::close(ready_fd);
+  ::kill(child, SIGKILL);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFSIGNALED(status));
+}
+
+void check_against_model(const reader& index, const model& entries,
+                         const std::vector<std::string>& probes) {
   check_index_against_model(index, entries, probes);
 }
 

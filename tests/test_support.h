@@ -52,22 +52,28 @@ std::string random_key(const shape& kinds, std::mt19937_64& random);
 std::string random_value(const shape& kinds, std::mt19937_64& random);
 
 // Builds `path` from the model through the streaming builder.
-build_summary build_file(const std::filesystem::path& path, const shape& kinds, const model& entries);
+build_summary build_file(const std::filesystem::path& path, const shape& kinds,
+                         const model& entries);
 
 std::string read_file(const std::filesystem::path& path);
 void write_file(const std::filesystem::path& path, const std::string& bytes);
+// Waits until a forked child writes one byte on `ready_fd` (and closes it),
+// then kills the child with SIGKILL and reaps it, requiring that it died of
+// the signal.
+void kill_when_ready(int child, int ready_fd);
 
 // Checks every query of `index` against `entries`: lookups of present and
 // absent probes, bounds, ranges, prefixes, ranks, counts, at(), scans in
 // both directions and get_many.  Uses Catch2 assertions.
-void check_against_model(const reader& index, const model& entries, const std::vector<std::string>& probes);
+void check_against_model(const reader& index, const model& entries,
+                         const std::vector<std::string>& probes);
 // The same for a shard set, or a single file opened as one.
 void check_against_model(const sharded_reader& index, const model& entries,
                          const std::vector<std::string>& probes);
 
 // Probes worth asking: every key, its neighbours (one byte more, one less,
 // truncated), and random ones.
-std::vector<std::string> probes_for(const shape& kinds, const model& entries, std::mt19937_64& random,
-                                    std::size_t random_count);
+std::vector<std::string> probes_for(const shape& kinds, const model& entries,
+                                    std::mt19937_64& random, std::size_t random_count);
 
 }  // namespace bbtree::test
