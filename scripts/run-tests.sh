@@ -25,7 +25,7 @@ echo "== concurrency tests under ThreadSanitizer (clang)"
 CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DBBTREE_SANITIZE=thread -DBBTREE_BUILD_TOOLS=OFF >/dev/null
 cmake --build build-tsan -j "$jobs" --target bbtree_tests
-build-tsan/tests/bbtree_tests "[concurrency]"
+build-tsan/tests/bbtree_tests "[concurrency],[background_copy]"
 
 if [ "${FUZZ_SECONDS:-30}" != 0 ] && [ -x fuzz/ci-fuzz.sh ]; then
   echo "== fuzz targets, ${FUZZ_SECONDS:-30} s each"

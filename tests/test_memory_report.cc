@@ -36,12 +36,16 @@ TEST_CASE("memory reports cover a reader's bytes in every memory mode", "[memory
   const std::uint64_t file_kb = std::filesystem::file_size(path) / 1024;
 
   for (const memory_mode mode :
-       {memory_mode::map, memory_mode::map_huge_pages, memory_mode::copy_huge_pages}) {
+       {memory_mode::map, memory_mode::map_huge_pages, memory_mode::copy_huge_pages,
+        memory_mode::map_then_copy_huge_pages}) {
     CAPTURE(static_cast<int>(mode));
     open_options options;
     options.memory = mode;
     options.populate = true;
     const reader index = reader::open(path, options);
+    const bool copied = index.wait_for_huge_page_copy();
+    REQUIRE(copied == (mode == memory_mode::copy_huge_pages ||
+                       mode == memory_mode::map_then_copy_huge_pages));
     const memory_report report = memory_report_for(index);
     REQUIRE(report.mappings >= 1);
     REQUIRE(report.size_kb >= file_kb);
@@ -50,7 +54,7 @@ TEST_CASE("memory reports cover a reader's bytes in every memory mode", "[memory
     REQUIRE(report.huge_kb() <= report.rss_kb);
 
     const std::vector<address_range> file_mappings = mappings_of_file(path);
-    if (mode == memory_mode::copy_huge_pages) {
+    if (copied) {
       // The copy is anonymous memory; the file was read, not mapped.
       REQUIRE(file_mappings.empty());
       REQUIRE(memory_report_for_file(path).mappings == 0);

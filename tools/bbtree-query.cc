@@ -39,9 +39,10 @@ Keys are written as in tsv (spec/TEXT-FORMATS.md): decimal for u64 and i64,
 hex for fixed:N, escaped text for bytes.  Negative numbers can be given as
 they are (get -5, --from -5); other keys that start with - go after -- right
 after the command (get -- -x) or after = (--from=-x).  --huge-pages copies the file
-into memory backed by 2 MiB pages (memory_mode::copy_huge_pages): opening
-costs a read of the whole file, and lookups then take fewer TLB misses; worth
-it for long get --stdin runs on large files.
+into memory backed by 2 MiB pages in the background while the file mapping
+answers (memory_mode::map_then_copy_huge_pages): the first answers wait for
+no copy, and later lookups take fewer TLB misses; worth it for long get
+--stdin runs on large files.
 
 FILE may be a shard manifest (spec/SHARDS.md, bbtree-build --shards,
 bbtree-shards): every command then works on the whole set as on one index,
@@ -285,7 +286,7 @@ int main(int argc, char** argv) {
     }
     open_options options;
     options.populate = settings.populate;
-    if (settings.huge_pages) options.memory = memory_mode::copy_huge_pages;
+    if (settings.huge_pages) options.memory = memory_mode::map_then_copy_huge_pages;
     if (get->parsed() && from_stdin) options.advice = access_advice::random;
     if (range->parsed() || prefix->parsed()) options.advice = access_advice::sequential;
     if (settings.file == "-" && get->parsed() && from_stdin) {

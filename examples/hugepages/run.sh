@@ -14,7 +14,7 @@ size=$(stat -c %s "$work/test.bbt")
 "$hugepages" run "$work/test.bbt" 200000 | tee "$work/report"
 
 number='[0-9]+(\.[0-9]+)?'
-for mode in map map_huge_pages copy_huge_pages; do
+for mode in map map_huge_pages copy_huge_pages map_then_copy_huge_pages; do
   for populate in no yes; do
     count=$(grep -cE "^$mode +$populate( +$number){7} +(yes|no|unknown)$" "$work/report" || true)
     if [ "$count" -ne 1 ]; then
@@ -23,4 +23,4 @@ for mode in map map_huge_pages copy_huge_pages; do
     fi
   done
 done
-[ "$(grep -cv '^#' "$work/report")" -eq 7 ]  # the column names and six modes
+[ "$(grep -cv '^#' "$work/report")" -eq 9 ]  # the column names and eight modes

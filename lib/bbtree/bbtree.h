@@ -56,7 +56,9 @@ typedef enum bbtree_value_kind {
 typedef enum bbtree_memory_mode {
   BBTREE_MAP = 0,             /* a read-only file mapping */
   BBTREE_MAP_HUGE_PAGES = 1,  /* the same, advised with MADV_HUGEPAGE */
-  BBTREE_COPY_HUGE_PAGES = 2  /* a copy in 2 MiB-aligned anonymous memory */
+  BBTREE_COPY_HUGE_PAGES = 2, /* a copy in 2 MiB-aligned anonymous memory */
+  /* a file mapping at once, replaced in the background by such a copy */
+  BBTREE_MAP_THEN_COPY_HUGE_PAGES = 3
 } bbtree_memory_mode;
 
 typedef struct bbtree_index bbtree_index;

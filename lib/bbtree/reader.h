@@ -39,6 +39,11 @@ enum class memory_mode {
   map,              // a read-only file mapping
   map_huge_pages,   // the same, advised with MADV_HUGEPAGE
   copy_huge_pages,  // a copy in 2 MiB-aligned anonymous memory advised for huge pages
+  // A file mapping at once, so that the first lookup needs no copy; a
+  // background thread copies the file as copy_huge_pages does and then
+  // moves the copy over the mapping, at the same address, while lookups
+  // go on.  reader::wait_for_huge_page_copy() waits for it.
+  map_then_copy_huge_pages,
 };
 
 enum class access_advice { normal, random, sequential };
@@ -250,6 +255,12 @@ class reader {
   std::vector<std::pair<std::string, std::string>> metadata() const;
   // The bytes being read: the mapping or the copy.
   std::span<const std::byte> bytes() const noexcept;
+  // Whether the bytes are an anonymous copy (copy_huge_pages at once,
+  // map_then_copy_huge_pages once the copy is in place).  For
+  // map_then_copy_huge_pages this first waits for the background copy; it
+  // returns false if the copy gave up (no memory, a read error), and the
+  // file mapping then goes on serving.  Never waits in the other modes.
+  bool wait_for_huge_page_copy() const;
 
   cursor begin() const;
   cursor end() const;

@@ -100,9 +100,16 @@ const char* bbtree_status_name(bbtree_status status) {
 
 const char* bbtree_version(void) { return bbtree::version_string; }
 
+// bbtree_open casts the C mode to the C++ one.
+static_assert(BBTREE_MAP == static_cast<int>(bbtree::memory_mode::map) &&
+              BBTREE_MAP_HUGE_PAGES == static_cast<int>(bbtree::memory_mode::map_huge_pages) &&
+              BBTREE_COPY_HUGE_PAGES == static_cast<int>(bbtree::memory_mode::copy_huge_pages) &&
+              BBTREE_MAP_THEN_COPY_HUGE_PAGES ==
+                  static_cast<int>(bbtree::memory_mode::map_then_copy_huge_pages));
+
 bbtree_status bbtree_open(const char* path, bbtree_memory_mode mode, int populate, bbtree_index** out) {
   if (path == nullptr || out == nullptr) return invalid("bbtree_open: null argument");
-  if (mode < BBTREE_MAP || mode > BBTREE_COPY_HUGE_PAGES) return invalid("bbtree_open: unknown memory mode");
+  if (mode < BBTREE_MAP || mode > BBTREE_MAP_THEN_COPY_HUGE_PAGES) return invalid("bbtree_open: unknown memory mode");
   *out = nullptr;
   return guarded([&] {
     bbtree::open_options options;

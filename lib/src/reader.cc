@@ -4,15 +4,11 @@
 #include <bbtree/reader.h>
 
 #include "file_io.h"
+#include "mapping.h"
 
 #include <fmt/format.h>
-#include <boost/interprocess/file_mapping.hpp>
-#include <boost/interprocess/mapped_region.hpp>
 
-#include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -20,55 +16,8 @@
 namespace bbtree {
 
 namespace fs = std::filesystem;
-namespace bip = boost::interprocess;
 using detail::page_view;
 using detail::reader_core;
-
-namespace {
-
-constexpr std::size_t huge_page_size = std::size_t{2} << 20;
-
-void apply_advice(void* address, std::size_t length, const open_options& options,
-                  bool file_backed) {
-  if (length == 0) return;
-  if (options.memory == memory_mode::map_huge_pages && file_backed) {
-    ::madvise(address, length, MADV_HUGEPAGE);  // advisory: failure leaves normal pages
-  }
-  if (options.advice == access_advice::random) ::madvise(address, length, MADV_RANDOM);
-  if (options.advice == access_advice::sequential) ::madvise(address, length, MADV_SEQUENTIAL);
-  if (options.populate) {
-    ::madvise(address, length, MADV_WILLNEED);
-    // Touch every page so that the first queries find them mapped.
-    const auto* bytes = static_cast<const volatile unsigned char*>(address);
-    unsigned char sink = 0;
-    for (std::size_t offset = 0; offset < length; offset += 4096) sink ^= bytes[offset];
-    (void)sink;
-  }
-}
-
-// Anonymous memory aligned to 2 MiB and advised for transparent huge pages.
-// The file's bytes work there unchanged because they hold no pointers.
-std::shared_ptr<void> copy_to_huge_pages(const fs::path& path, std::uint64_t size,
-                                         const unsigned char** base) {
-  const std::size_t rounded = (size + huge_page_size - 1) / huge_page_size * huge_page_size;
-  const std::size_t reserved = rounded + huge_page_size;
-  void* mapping =
-      ::mmap(nullptr, reserved, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mapping == MAP_FAILED) detail::throw_errno("cannot allocate memory for", path);
-  auto* start = static_cast<unsigned char*>(mapping);
-  auto* aligned = reinterpret_cast<unsigned char*>(
-      (reinterpret_cast<std::uintptr_t>(start) + huge_page_size - 1) & ~(huge_page_size - 1));
-  std::shared_ptr<void> holder(mapping, [reserved](void* address) { ::munmap(address, reserved); });
-  ::madvise(aligned, rounded, MADV_HUGEPAGE);
-  detail::file_descriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) detail::throw_errno("cannot open", path);
-  detail::pread_all(fd.get(), aligned, size, 0, path);
-  ::mprotect(aligned, rounded, PROT_READ);
-  *base = aligned;
-  return holder;
-}
-
-}  // namespace
 
 reader::reader(std::unique_ptr<reader_core> core) : core_(std::move(core)) {}
 reader::reader(reader&&) noexcept = default;
@@ -87,22 +36,13 @@ reader reader::open(const fs::path& path, const open_options& options) {
     static const unsigned char nothing = 0;
     return reader(std::make_unique<reader_core>(name, &nothing, 0, nullptr));
   }
-  if (options.memory == memory_mode::copy_huge_pages) {
-    const unsigned char* base = nullptr;
-    auto holder = copy_to_huge_pages(path, size, &base);
-    apply_advice(const_cast<unsigned char*>(base), size, options, false);
-    return reader(std::make_unique<reader_core>(name, base, size, std::move(holder)));
-  }
-  std::shared_ptr<bip::mapped_region> region;
-  try {
-    bip::file_mapping mapping(path.c_str(), bip::read_only);
-    region = std::make_shared<bip::mapped_region>(mapping, bip::read_only, 0, size);
-  } catch (const bip::interprocess_exception& failure) {
-    throw error(errc::io_error, fmt::format("cannot map {}: {}", name, failure.what()));
-  }
-  apply_advice(region->get_address(), region->get_size(), options, true);
-  const auto* base = static_cast<const unsigned char*>(region->get_address());
-  return reader(std::make_unique<reader_core>(name, base, size, std::move(region)));
+  detail::mapped_bytes bytes = detail::map_file(path, size, options);
+  auto core = std::make_unique<reader_core>(name, bytes.base, size, std::move(bytes.holder));
+  core->set_memory(options.memory, bytes.copy);
+  // Started only now that the header has checked: a file that fails to
+  // open costs no copy.
+  if (bytes.copy != nullptr) detail::start_background_copy(*bytes.copy);
+  return reader(std::move(core));
 }
 
 reader reader::from_memory(std::span<const std::byte> bytes, std::string name) {
@@ -110,6 +50,13 @@ reader reader::from_memory(std::span<const std::byte> bytes, std::string name) {
   const auto* base =
       bytes.empty() ? &nothing : reinterpret_cast<const unsigned char*>(bytes.data());
   return reader(std::make_unique<reader_core>(std::move(name), base, bytes.size(), nullptr));
+}
+
+bool reader::wait_for_huge_page_copy() const {
+  if (core_->huge_page_copy() != nullptr) {
+    return detail::wait_for_background_copy(*core_->huge_page_copy());
+  }
+  return core_->memory() == memory_mode::copy_huge_pages;
 }
 
 const file_info& reader::info() const noexcept { return core_->info(); }

@@ -86,9 +86,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   bbtree_index* index = NULL;
-  CHECK(bbtree_open(argv[1], BBTREE_MAP, 0, &index) == BBTREE_OK);
-  if (index != NULL) check_index(index);
-  bbtree_close(index);
+  /* Every memory mode gives the same answers. */
+  const bbtree_memory_mode modes[] = {BBTREE_MAP, BBTREE_MAP_HUGE_PAGES, BBTREE_COPY_HUGE_PAGES,
+                                      BBTREE_MAP_THEN_COPY_HUGE_PAGES};
+  for (size_t m = 0; m < sizeof modes / sizeof modes[0]; ++m) {
+    index = NULL;
+    CHECK(bbtree_open(argv[1], modes[m], 0, &index) == BBTREE_OK);
+    if (index != NULL) check_index(index);
+    bbtree_close(index);
+  }
+  CHECK(bbtree_open(argv[1], (bbtree_memory_mode)4, 0, &index) == BBTREE_E_INVALID_ARGUMENT);
 
   /* The same bytes at an odd address in memory: the layout is relocatable. */
   FILE* file = fopen(argv[1], "rb");

@@ -29,6 +29,8 @@ namespace bbtree::detail {
 // exclusive end of a prefix range, for reader and shard sets alike.
 std::optional<std::string> prefix_successor(std::string_view prefix);
 
+class background_copy;  // lib/src/mapping.h
+
 // A variable-length item located in the page or the blob region.
 struct item_view {
   std::string_view bytes;
@@ -48,6 +50,14 @@ class reader_core {
   const unsigned char* base() const noexcept { return base_; }
   std::uint64_t size() const noexcept { return size_; }
   const file_info& info() const noexcept { return info_; }
+  // How reader::open holds the bytes (memory_mode::map for any other
+  // source), and the background copy of map_then_copy_huge_pages.
+  void set_memory(memory_mode memory, background_copy* copy) noexcept {
+    memory_ = memory;
+    background_copy_ = copy;
+  }
+  memory_mode memory() const noexcept { return memory_; }
+  background_copy* huge_page_copy() const noexcept { return background_copy_; }
   std::uint32_t level_first_page(std::uint32_t level) const noexcept {
     return level_first_page_[level];
   }
@@ -198,6 +208,8 @@ class reader_core {
   const unsigned char* base_;
   std::uint64_t size_;
   keeper holder_;
+  memory_mode memory_ = memory_mode::map;
+  background_copy* background_copy_ = nullptr;  // owned by holder_
   file_info info_;
   std::array<std::uint32_t, format::max_height> level_first_page_{};
   // A page's prefix is no longer than its keys (fixed sizes) or an eighth

@@ -1,0 +1,36 @@
+// The memory a reader's bytes live in: a file mapping, an anonymous copy in
+// huge pages, or a file mapping that a background copy in huge pages
+// replaces at the same address (reader.h, memory_mode).
+#pragma once
+
+#include <bbtree/reader.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+
+namespace bbtree::detail {
+
+class background_copy;
+
+struct mapped_bytes {
+  const unsigned char* base = nullptr;
+  std::uint64_t size = 0;
+  // Releases the memory; for a background copy, stops and joins it first.
+  std::shared_ptr<void> holder;
+  // Set for memory_mode::map_then_copy_huge_pages only.  The copy starts
+  // when start_background_copy() is called, once the header has checked.
+  background_copy* copy = nullptr;
+};
+
+// Maps or copies the `size` bytes of the file at `path` as `options` asks.
+// Throws error(io_error) naming the file.
+mapped_bytes map_file(const std::filesystem::path& path, std::uint64_t size,
+                      const open_options& options);
+
+void start_background_copy(background_copy& copy);
+// Blocks until the copy is in place or has given up; returns whether it is
+// in place.
+bool wait_for_background_copy(background_copy& copy);
+
+}  // namespace bbtree::detail
