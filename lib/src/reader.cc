@@ -128,11 +128,24 @@ cursor reader::find(std::string_view key) const {
   return index ? core_->make_cursor({leaf_number, *index}) : end();
 }
 
+namespace {
+
+// A cursor from a bound most often starts a scan, which soon crosses into
+// the next leaf: start loading it now (step_to_next_leaf then keeps one
+// leaf ahead).  Not earlier, alongside the descent's own leaf, and not two
+// leaves: both measured slower (bench/RESULTS.md, "Scan starts").
+cursor scan_start(const reader_core& core, reader_core::position at) {
+  if (at.leaf + 1 < core.end_leaf()) core.prefetch_page(at.leaf + 1);
+  return core.make_cursor(at);
+}
+
+}  // namespace
+
 cursor reader::lower_bound(std::string_view key) const {
-  return core_->make_cursor(core_->search(key, false));
+  return scan_start(*core_, core_->search(key, false));
 }
 cursor reader::upper_bound(std::string_view key) const {
-  return core_->make_cursor(core_->search(key, true));
+  return scan_start(*core_, core_->search(key, true));
 }
 
 entry_range reader::equal_range(std::string_view key) const {
@@ -188,7 +201,7 @@ entry_range reader::range(bound from, bound to) const {
   const auto first = start_of(*core_, from);
   auto last = end_of(*core_, to);
   if (before(last, first)) last = first;
-  return {core_->make_cursor(first), core_->make_cursor(last)};
+  return {scan_start(*core_, first), core_->make_cursor(last)};
 }
 
 entry_range reader::prefix(std::string_view prefix) const {

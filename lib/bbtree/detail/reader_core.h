@@ -149,13 +149,17 @@ class reader_core {
   // tails, or one that fails a check (the general path then reports it).
   bool integer_get(std::uint64_t word, std::optional<std::string_view>& value) const;
   // Its parts, inlined into integer_get, get_many and descend so that a
-  // lookup runs without calls (lib/src/reader_core.cc only).
+  // lookup runs without calls (lib/src/reader_core.cc only).  Batched:
+  // searched for the fewest instructions rather than the shortest chain of
+  // dependent loads, since a batch's misses overlap anyway.
   struct integer_layout;
   [[gnu::always_inline]] inline bool read_integer_layout(const unsigned char* bytes,
                                                          std::uint32_t level,
                                                          integer_layout& layout) const noexcept;
+  template <bool Batched>
   [[gnu::always_inline]] inline bool integer_step(std::uint64_t word, std::uint32_t level,
                                                   std::uint32_t& number) const;
+  template <bool Batched>
   [[gnu::always_inline]] inline bool integer_leaf_get(std::uint64_t word, std::uint32_t leaf,
                                                       std::optional<std::string_view>& value) const;
   // Whether a probe has the size of this file's keys, at most eight bytes,
