@@ -330,6 +330,10 @@ void run_peer(const settings& s, const dataset& d, const peer_entry& entry) {
     record(ds, peer, "bytes_per_entry", "-", {static_cast<double>(r->footprint(file)) / n}, "B",
            build_config);
   }
+  // No peer syncs its build, so the kernel would write the files back while
+  // the read metrics run, on the same two cores (the unsorted builds leave
+  // the most, with their temporary files): flush it all first, untimed.
+  ::sync();
 
   const std::vector<bool> modes =
       caps.huge ? std::vector<bool>{false, true} : std::vector<bool>{false};
