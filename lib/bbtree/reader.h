@@ -42,7 +42,9 @@ enum class memory_mode {
   // A file mapping at once, so that the first lookup needs no copy; a
   // background thread copies the file as copy_huge_pages does and then
   // moves the copy over the mapping, at the same address, while lookups
-  // go on.  reader::wait_for_huge_page_copy() waits for it.
+  // go on.  reader::wait_for_huge_page_copy() waits for it.  The copy is a
+  // thread: a child forked while it runs must not close the reader (the
+  // close joins a thread that the child does not have); wait first.
   map_then_copy_huge_pages,
 };
 
