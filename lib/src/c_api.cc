@@ -5,6 +5,7 @@
 #include <bbtree/reader.h>
 #include <bbtree/version.h>
 
+#include <cstring>
 #include <new>
 #include <optional>
 #include <string>
@@ -109,11 +110,16 @@ static_assert(BBTREE_MAP == static_cast<int>(bbtree::memory_mode::map) &&
 
 bbtree_status bbtree_open(const char* path, bbtree_memory_mode mode, int populate, bbtree_index** out) {
   if (path == nullptr || out == nullptr) return invalid("bbtree_open: null argument");
-  if (mode < BBTREE_MAP || mode > BBTREE_MAP_THEN_COPY_HUGE_PAGES) return invalid("bbtree_open: unknown memory mode");
+  // A C caller may pass any int; in C++ a value outside the enumerators'
+  // range must not be read as the enum, so the check reads its bytes.
+  int mode_value = 0;
+  static_assert(sizeof mode == sizeof mode_value);
+  std::memcpy(&mode_value, &mode, sizeof mode_value);
+  if (mode_value < BBTREE_MAP || mode_value > BBTREE_MAP_THEN_COPY_HUGE_PAGES) return invalid("bbtree_open: unknown memory mode");
   *out = nullptr;
   return guarded([&] {
     bbtree::open_options options;
-    options.memory = static_cast<bbtree::memory_mode>(mode);
+    options.memory = static_cast<bbtree::memory_mode>(mode_value);
     options.populate = populate != 0;
     *out = new bbtree_index{bbtree::reader::open(path, options)};
     return BBTREE_OK;
