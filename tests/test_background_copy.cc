@@ -28,12 +28,8 @@ std::uint64_t value_of(std::uint64_t key) { return key * 7 + 3; }
 // Keys 0, 2, 4, ...: odd probes miss.  Big enough that the copy takes a
 // while (about 5 MiB), so that lookups overlap it.
 std::filesystem::path build_even_keys(const scratch_directory& scratch, std::uint64_t entries) {
-  build_options options;
-  options.keys = key_kind::u64;
-  options.values = value_kind::u64;
-  options.sync = false;
   const std::filesystem::path path = scratch / "copy.bbt";
-  builder writer(path, options);
+  builder writer(path, options_for({key_kind::u64, 8, value_kind::u64, 8}));
   for (std::uint64_t i = 0; i < entries; ++i)
     writer.add(u64_key(2 * i), u64_value(value_of(2 * i)));
   writer.finish();

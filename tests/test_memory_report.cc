@@ -17,12 +17,8 @@ using namespace bbtree::test;
 namespace {
 
 std::filesystem::path build_test_index(const scratch_directory& scratch) {
-  build_options options;
-  options.keys = key_kind::u64;
-  options.values = value_kind::u64;
-  options.sync = false;
   const std::filesystem::path path = scratch / "memory.bbt";
-  builder writer(path, options);
+  builder writer(path, options_for({key_kind::u64, 8, value_kind::u64, 8}));
   for (std::uint64_t i = 0; i < 100000; ++i) writer.add(u64_key(i), u64_value(i));
   writer.finish();
   return path;
