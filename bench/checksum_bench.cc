@@ -20,8 +20,8 @@
 namespace {
 
 template <typename Checksum>
-double gigabytes_per_second(const std::vector<unsigned char>& data, std::size_t page_size, int rounds,
-                            Checksum&& checksum) {
+double gigabytes_per_second(const std::vector<unsigned char>& data, std::size_t page_size,
+                            int rounds, Checksum&& checksum) {
   std::vector<double> rates;
   std::uint64_t sink = 0;
   for (int round = 0; round < rounds; ++round) {
@@ -51,15 +51,20 @@ int main(int argc, char** argv) {
   for (auto& byte : data) byte = static_cast<unsigned char>(random());
   std::printf("checksum,page_size,gb_per_s\n");
   for (std::size_t page_size : {512u, 4096u, 65536u}) {
-    std::printf("crc32c_sse42,%zu,%.2f\n", page_size,
-                gigabytes_per_second(data, page_size, rounds,
-                                     [](const unsigned char* p, std::size_t n) { return bbtree::format::crc32c(p, n); }));
-    std::printf("crc32c_portable,%zu,%.2f\n", page_size,
-                gigabytes_per_second(data, page_size, rounds, [](const unsigned char* p, std::size_t n) {
-                  return bbtree::format::crc32c_portable(p, n);
-                }));
-    std::printf("xxh3_64,%zu,%.2f\n", page_size,
-                gigabytes_per_second(data, page_size, rounds,
-                                     [](const unsigned char* p, std::size_t n) { return XXH3_64bits(p, n); }));
+    std::printf(
+        "crc32c_sse42,%zu,%.2f\n", page_size,
+        gigabytes_per_second(data, page_size, rounds, [](const unsigned char* p, std::size_t n) {
+          return bbtree::format::crc32c(p, n);
+        }));
+    std::printf(
+        "crc32c_portable,%zu,%.2f\n", page_size,
+        gigabytes_per_second(data, page_size, rounds, [](const unsigned char* p, std::size_t n) {
+          return bbtree::format::crc32c_portable(p, n);
+        }));
+    std::printf(
+        "xxh3_64,%zu,%.2f\n", page_size,
+        gigabytes_per_second(data, page_size, rounds, [](const unsigned char* p, std::size_t n) {
+          return XXH3_64bits(p, n);
+        }));
   }
 }

@@ -38,7 +38,8 @@ void huge_copy::load(const std::string& path) {
   constexpr std::size_t huge = 2u << 20;
   mapped = (size + huge - 1) / huge * huge;
   // Over-allocate by 2 MiB and trim, so the copy starts on a 2 MiB boundary.
-  void* raw = ::mmap(nullptr, mapped + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* raw =
+      ::mmap(nullptr, mapped + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) fail("mmap anonymous: " + std::string(std::strerror(errno)));
   const auto base = reinterpret_cast<std::uintptr_t>(raw);
   const auto aligned = (base + huge - 1) / huge * huge;
@@ -49,7 +50,8 @@ void huge_copy::load(const std::string& path) {
   ::madvise(data, mapped, MADV_HUGEPAGE);
   std::size_t done = 0;
   while (done < size) {
-    const ssize_t got = ::pread(fd, static_cast<char*>(data) + done, size - done, static_cast<off_t>(done));
+    const ssize_t got =
+        ::pread(fd, static_cast<char*>(data) + done, size - done, static_cast<off_t>(done));
     if (got <= 0) fail("read " + path + ": " + std::strerror(errno));
     done += static_cast<std::size_t>(got);
   }

@@ -46,7 +46,8 @@ file_writer::~file_writer() {
 }
 
 void file_writer::write(const void* data, std::size_t size) {
-  if (size != 0 && std::fwrite(data, 1, size, file_) != size) fail("write " + path_ + ": " + std::strerror(errno));
+  if (size != 0 && std::fwrite(data, 1, size, file_) != size)
+    fail("write " + path_ + ": " + std::strerror(errno));
 }
 
 void file_writer::finish() {

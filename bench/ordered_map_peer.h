@@ -39,7 +39,9 @@ struct map_types<data_kind::str> {
   using value = std::string;
   static std::string_view make_key(std::string_view k) { return k; }  // transparent lookup
   static value make_value(std::string_view v) { return std::string(v); }
-  static std::uint64_t digest(const value& v) { return value_digest<data_kind::str>(v.data(), v.size()); }
+  static std::uint64_t digest(const value& v) {
+    return value_digest<data_kind::str>(v.data(), v.size());
+  }
 };
 
 template <class Map, data_kind K>
@@ -64,7 +66,8 @@ class ordered_map_peer {
       }
     } else {
       for (const std::uint32_t i : d.unsorted) {
-        map_.emplace(typename types::key(types::make_key(d.keys[i])), types::make_value(d.values[i]));
+        map_.emplace(typename types::key(types::make_key(d.keys[i])),
+                     types::make_value(d.values[i]));
       }
     }
     heap_bytes_ = heap_in_use() - before;

@@ -20,11 +20,10 @@ class cdb_peer {
  public:
   static constexpr bool supported = true;
   static constexpr const char* name = "tinycdb";
-  static constexpr peer_caps caps() {
-    return peer_caps{.huge = true};
-  }
+  static constexpr peer_caps caps() { return peer_caps{.huge = true}; }
   static std::string config(bool huge) {
-    return std::string("cdb_find on the mapping made by cdb_init") + (huge ? ", advised MADV_HUGEPAGE" : "");
+    return std::string("cdb_find on the mapping made by cdb_init") +
+           (huge ? ", advised MADV_HUGEPAGE" : "");
   }
 
   ~cdb_peer() { close(); }
@@ -36,8 +35,8 @@ class cdb_peer {
     if (cdb_make_start(&maker, fd) != 0) fail("cdb_make_start");
     for (std::size_t j = 0; j < d.size(); ++j) {
       const std::size_t i = sorted_input ? j : d.unsorted[j];
-      if (cdb_make_add(&maker, d.keys[i].data(), static_cast<unsigned>(d.keys[i].size()), d.values[i].data(),
-                       static_cast<unsigned>(d.values[i].size())) != 0) {
+      if (cdb_make_add(&maker, d.keys[i].data(), static_cast<unsigned>(d.keys[i].size()),
+                       d.values[i].data(), static_cast<unsigned>(d.values[i].size())) != 0) {
         fail("cdb_make_add: " + std::string(std::strerror(errno)));
       }
     }
@@ -63,7 +62,9 @@ class cdb_peer {
     fd_ = -1;
   }
 
-  smaps_usage memory_usage(const std::string&) { return smaps_for_range(cdb_.cdb_mem, cdb_.cdb_fsize); }
+  smaps_usage memory_usage(const std::string&) {
+    return smaps_for_range(cdb_.cdb_mem, cdb_.cdb_fsize);
+  }
 
   bool get(std::string_view key, std::uint64_t& digest) {
     const int rc = cdb_find(&cdb_, key.data(), static_cast<unsigned>(key.size()));

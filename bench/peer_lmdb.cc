@@ -23,11 +23,10 @@ class lmdb_peer {
  public:
   static constexpr bool supported = true;
   static constexpr const char* name = "lmdb";
-  static constexpr peer_caps caps() {
-    return peer_caps{.huge = true, .scans = true};
-  }
+  static constexpr peer_caps caps() { return peer_caps{.huge = true, .scans = true}; }
   static std::string config(bool huge) {
-    return std::string("MDB_RDONLY|MDB_NOLOCK, one read txn") + (K == data_kind::u64 ? ", MDB_INTEGERKEY" : "") +
+    return std::string("MDB_RDONLY|MDB_NOLOCK, one read txn") +
+           (K == data_kind::u64 ? ", MDB_INTEGERKEY" : "") +
            (huge ? ", map advised MADV_HUGEPAGE" : "");
   }
   static std::vector<std::string> files(const std::string& file) { return {file, file + "-lock"}; }
@@ -42,7 +41,8 @@ class lmdb_peer {
     // Room for half-full pages after random inserts.
     const std::size_t mapsize = (std::size_t(1) << 30) + 4 * (d.raw_bytes() + 32 * d.size());
     check(mdb_env_set_mapsize(env, mapsize), "set_mapsize");
-    check(mdb_env_open(env, file.c_str(), MDB_NOSUBDIR | MDB_NOSYNC | MDB_WRITEMAP, 0644), "env_open");
+    check(mdb_env_open(env, file.c_str(), MDB_NOSUBDIR | MDB_NOSYNC | MDB_WRITEMAP, 0644),
+          "env_open");
     MDB_txn* txn = nullptr;
     check(mdb_txn_begin(env, nullptr, 0, &txn), "txn_begin");
     MDB_dbi dbi;
@@ -71,7 +71,8 @@ class lmdb_peer {
   void open(const std::string& file, bool huge) {
     close();
     check(mdb_env_create(&env_), "env_create");
-    check(mdb_env_open(env_, file.c_str(), MDB_NOSUBDIR | MDB_RDONLY | MDB_NOLOCK, 0644), "env_open");
+    check(mdb_env_open(env_, file.c_str(), MDB_NOSUBDIR | MDB_RDONLY | MDB_NOLOCK, 0644),
+          "env_open");
     check(mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn_), "txn_begin");
     check(mdb_dbi_open(txn_, nullptr, db_flags(), &dbi_), "dbi_open");
     check(mdb_cursor_open(txn_, dbi_, &cursor_), "cursor_open");

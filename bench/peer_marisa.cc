@@ -17,14 +17,16 @@ class marisa_peer {
  public:
   static constexpr bool supported = K == data_kind::str;
   static constexpr const char* name = "marisa";
-  static constexpr peer_caps caps() {
-    return peer_caps{.huge = true};
-  }
+  static constexpr peer_caps caps() { return peer_caps{.huge = true}; }
   static std::string config(bool huge) {
-    return std::string("default config (3 tries, text tail, weight order); values by key id in a side file") +
+    return std::string(
+               "default config (3 tries, text tail, weight order); values by key id in a side "
+               "file") +
            (huge ? "; trie mapping advised MADV_HUGEPAGE, values copied to huge pages" : "");
   }
-  static std::vector<std::string> files(const std::string& file) { return {file, file + ".values"}; }
+  static std::vector<std::string> files(const std::string& file) {
+    return {file, file + ".values"};
+  }
 
   void build(const dataset& d, bool sorted_input, const std::string& file) {
     marisa::Keyset keyset;
@@ -48,11 +50,14 @@ class marisa_peer {
       out.write(&at, 8);
       if (id < count) at += d.values[by_id[id]].size();
     }
-    for (std::size_t id = 0; id < count; ++id) out.write(d.values[by_id[id]].data(), d.values[by_id[id]].size());
+    for (std::size_t id = 0; id < count; ++id)
+      out.write(d.values[by_id[id]].data(), d.values[by_id[id]].size());
     out.finish();
   }
 
-  std::uint64_t footprint(const std::string& file) { return file_size(file) + file_size(file + ".values"); }
+  std::uint64_t footprint(const std::string& file) {
+    return file_size(file) + file_size(file + ".values");
+  }
 
   void open(const std::string& file, bool huge) {
     trie_.clear();

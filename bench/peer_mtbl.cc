@@ -19,8 +19,8 @@ void check(mtbl_res rc, const char* what) {
   if (rc != mtbl_res_success) fail(std::string("mtbl: ") + what + " failed");
 }
 
-void refuse_duplicates(void*, const uint8_t*, size_t, const uint8_t*, size_t, const uint8_t*, size_t, uint8_t**,
-                       size_t*) {
+void refuse_duplicates(void*, const uint8_t*, size_t, const uint8_t*, size_t, const uint8_t*,
+                       size_t, uint8_t**, size_t*) {
   fail("mtbl: duplicate key in the dataset");
 }
 
@@ -29,9 +29,7 @@ class mtbl_peer {
  public:
   static constexpr bool supported = true;
   static constexpr const char* name = "mtbl";
-  static constexpr peer_caps caps() {
-    return peer_caps{.huge = true, .scans = true};
-  }
+  static constexpr peer_caps caps() { return peer_caps{.huge = true, .scans = true}; }
   static std::string config(bool huge) {
     return std::string("MTBL_COMPRESSION_NONE (default is zlib), 8 KiB blocks") +
            (huge ? ", its mapping advised MADV_HUGEPAGE" : "");
@@ -48,7 +46,8 @@ class mtbl_peer {
     if (writer == nullptr) fail("mtbl: cannot create " + file);
     if (sorted_input) {
       for (std::size_t i = 0; i < d.size(); ++i) {
-        check(mtbl_writer_add(writer, bytes(d.keys[i]), d.keys[i].size(), bytes(d.values[i]), d.values[i].size()),
+        check(mtbl_writer_add(writer, bytes(d.keys[i]), d.keys[i].size(), bytes(d.values[i]),
+                              d.values[i].size()),
               "writer_add");
       }
     } else {
@@ -59,7 +58,8 @@ class mtbl_peer {
       mtbl_sorter* sorter = mtbl_sorter_init(sort_options);
       mtbl_sorter_options_destroy(&sort_options);
       for (const std::uint32_t i : d.unsorted) {
-        check(mtbl_sorter_add(sorter, bytes(d.keys[i]), d.keys[i].size(), bytes(d.values[i]), d.values[i].size()),
+        check(mtbl_sorter_add(sorter, bytes(d.keys[i]), d.keys[i].size(), bytes(d.values[i]),
+                              d.values[i].size()),
               "sorter_add");
       }
       check(mtbl_sorter_write(sorter, writer), "sorter_write");
@@ -89,7 +89,8 @@ class mtbl_peer {
     mtbl_iter* it = mtbl_source_get(source_, bytes(key), key.size());
     const uint8_t *k, *v;
     size_t k_size, v_size;
-    const bool found = it != nullptr && mtbl_iter_next(it, &k, &k_size, &v, &v_size) == mtbl_res_success;
+    const bool found =
+        it != nullptr && mtbl_iter_next(it, &k, &k_size, &v, &v_size) == mtbl_res_success;
     if (found) digest = value_digest<K>(v, v_size);
     mtbl_iter_destroy(&it);
     return found;
@@ -112,12 +113,15 @@ class mtbl_peer {
     mtbl_iter* it = mtbl_source_iter(source_);
     const uint8_t *k, *v;
     size_t k_size, v_size;
-    while (mtbl_iter_next(it, &k, &k_size, &v, &v_size) == mtbl_res_success) each(value_digest<K>(v, v_size));
+    while (mtbl_iter_next(it, &k, &k_size, &v, &v_size) == mtbl_res_success)
+      each(value_digest<K>(v, v_size));
     mtbl_iter_destroy(&it);
   }
 
  private:
-  static const uint8_t* bytes(std::string_view s) { return reinterpret_cast<const uint8_t*>(s.data()); }
+  static const uint8_t* bytes(std::string_view s) {
+    return reinterpret_cast<const uint8_t*>(s.data());
+  }
 
   mtbl_reader* reader_ = nullptr;
   const mtbl_source* source_ = nullptr;

@@ -21,11 +21,10 @@ class sorted_array_peer {
  public:
   static constexpr bool supported = true;
   static constexpr const char* name = "sorted-array";
-  static constexpr peer_caps caps() {
-    return peer_caps{.huge = true, .scans = true};
-  }
+  static constexpr peer_caps caps() { return peer_caps{.huge = true, .scans = true}; }
   static std::string config(bool huge) {
-    return huge ? "copy in 2 MiB-aligned anonymous memory, MADV_HUGEPAGE" : "mmap MAP_SHARED read-only";
+    return huge ? "copy in 2 MiB-aligned anonymous memory, MADV_HUGEPAGE"
+                : "mmap MAP_SHARED read-only";
   }
 
   void build(const dataset& d, bool sorted_input, const std::string& file) {
@@ -169,6 +168,8 @@ class sorted_array_peer {
 
 }  // namespace
 
-std::unique_ptr<peer_runner> make_sorted_array(data_kind kind) { return make_runner<sorted_array_peer>(kind); }
+std::unique_ptr<peer_runner> make_sorted_array(data_kind kind) {
+  return make_runner<sorted_array_peer>(kind);
+}
 
 }  // namespace bbtree::bench

@@ -18,11 +18,11 @@ class sqlite_peer {
  public:
   static constexpr bool supported = true;
   static constexpr const char* name = "sqlite";
-  static constexpr peer_caps caps() {
-    return peer_caps{.huge = true, .scans = true};
-  }
+  static constexpr peer_caps caps() { return peer_caps{.huge = true, .scans = true}; }
   static std::string config(bool huge) {
-    return std::string("WITHOUT ROWID, 4 KiB pages, read-only immutable=1 connection, mmap_size = file size") +
+    return std::string(
+               "WITHOUT ROWID, 4 KiB pages, read-only immutable=1 connection, mmap_size = file "
+               "size") +
            (huge ? ", its mapping advised MADV_HUGEPAGE" : "");
   }
 
@@ -31,11 +31,13 @@ class sqlite_peer {
   void build(const dataset& d, bool sorted_input, const std::string& file) {
     ::unlink(file.c_str());
     sqlite3* db = nullptr;
-    check(db, sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr), "open");
+    check(db,
+          sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr),
+          "open");
     exec(db, "PRAGMA journal_mode=OFF");
     exec(db, "PRAGMA synchronous=OFF");
     exec(db, "PRAGMA cache_size=-262144");  // 256 MiB: the build is not starved for cache
-    exec(db, K == data_kind::u64   ? "CREATE TABLE t(k INTEGER PRIMARY KEY, v INTEGER) WITHOUT ROWID"
+    exec(db, K == data_kind::u64 ? "CREATE TABLE t(k INTEGER PRIMARY KEY, v INTEGER) WITHOUT ROWID"
              : K == data_kind::fix16 ? "CREATE TABLE t(k BLOB PRIMARY KEY, v INTEGER) WITHOUT ROWID"
                                      : "CREATE TABLE t(k BLOB PRIMARY KEY, v BLOB) WITHOUT ROWID");
     exec(db, "BEGIN");
@@ -44,12 +46,18 @@ class sqlite_peer {
       const std::size_t i = sorted_input ? j : d.unsorted[j];
       bind_key(db, insert, d.keys[i]);
       if constexpr (K == data_kind::str) {
-        check(db, sqlite3_bind_blob(insert, 2, d.values[i].data(), static_cast<int>(d.values[i].size()), SQLITE_STATIC),
+        check(db,
+              sqlite3_bind_blob(insert, 2, d.values[i].data(), static_cast<int>(d.values[i].size()),
+                                SQLITE_STATIC),
               "bind");
       } else {
-        check(db, sqlite3_bind_int64(insert, 2, static_cast<sqlite3_int64>(load_le64(d.values[i].data()))), "bind");
+        check(db,
+              sqlite3_bind_int64(insert, 2,
+                                 static_cast<sqlite3_int64>(load_le64(d.values[i].data()))),
+              "bind");
       }
-      if (sqlite3_step(insert) != SQLITE_DONE) fail(std::string("sqlite: insert: ") + sqlite3_errmsg(db));
+      if (sqlite3_step(insert) != SQLITE_DONE)
+        fail(std::string("sqlite: insert: ") + sqlite3_errmsg(db));
       sqlite3_reset(insert);
     }
     sqlite3_finalize(insert);
@@ -64,7 +72,9 @@ class sqlite_peer {
     // immutable=1: no file locks and no change checks per statement (without
     // it every SELECT takes and drops a shared lock: several system calls).
     const std::string uri = "file:" + file + "?immutable=1";
-    check(db_, sqlite3_open_v2(uri.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, nullptr),
+    check(db_,
+          sqlite3_open_v2(uri.c_str(), &db_,
+                          SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, nullptr),
           "open");
     exec(db_, ("PRAGMA mmap_size=" + std::to_string(file_size(file))).c_str());
     get_ = prepare(db_, "SELECT v FROM t WHERE k = ?1");
@@ -93,8 +103,10 @@ class sqlite_peer {
     bind_key(db_, get_, key);
     const int rc = sqlite3_step(get_);
     const bool found = rc == SQLITE_ROW;
-    if (found) digest = column_digest(get_);
-    else if (rc != SQLITE_DONE) fail(std::string("sqlite: select: ") + sqlite3_errmsg(db_));
+    if (found)
+      digest = column_digest(get_);
+    else if (rc != SQLITE_DONE)
+      fail(std::string("sqlite: select: ") + sqlite3_errmsg(db_));
     sqlite3_reset(get_);
     return found;
   }
@@ -119,7 +131,8 @@ class sqlite_peer {
 
  private:
   static void check(sqlite3* db, int rc, const char* what) {
-    if (rc != SQLITE_OK) fail(std::string("sqlite: ") + what + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
+    if (rc != SQLITE_OK)
+      fail(std::string("sqlite: ") + what + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
   }
   static void exec(sqlite3* db, const char* sql) {
     char* message = nullptr;
@@ -139,7 +152,10 @@ class sqlite_peer {
       const std::uint64_t flipped = load_be64(key.data()) ^ 0x8000000000000000ull;
       check(db, sqlite3_bind_int64(statement, 1, static_cast<sqlite3_int64>(flipped)), "bind");
     } else {
-      check(db, sqlite3_bind_blob(statement, 1, key.data(), static_cast<int>(key.size()), SQLITE_STATIC), "bind");
+      check(
+          db,
+          sqlite3_bind_blob(statement, 1, key.data(), static_cast<int>(key.size()), SQLITE_STATIC),
+          "bind");
     }
   }
   static std::uint64_t column_digest(sqlite3_stmt* statement) {

@@ -9,14 +9,19 @@ namespace {
 
 template <data_kind K>
 struct std_map_peer
-    : ordered_map_peer<std::map<typename map_types<K>::key, typename map_types<K>::value, std::less<>>, K> {
+    : ordered_map_peer<
+          std::map<typename map_types<K>::key, typename map_types<K>::value, std::less<>>, K> {
   static constexpr bool supported = true;
   static constexpr const char* name = "std::map";
-  static std::string config(bool) { return "in memory, rebuilt from the dataset; footprint = heap (mallinfo2)"; }
+  static std::string config(bool) {
+    return "in memory, rebuilt from the dataset; footprint = heap (mallinfo2)";
+  }
 };
 
 }  // namespace
 
-std::unique_ptr<peer_runner> make_std_map(data_kind kind) { return make_runner<std_map_peer>(kind); }
+std::unique_ptr<peer_runner> make_std_map(data_kind kind) {
+  return make_runner<std_map_peer>(kind);
+}
 
 }  // namespace bbtree::bench

@@ -7,11 +7,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
 #include <atomic>
 #include <chrono>
-#include <sys/wait.h>
 #include <thread>
-#include <unistd.h>
 
 using namespace bbtree;
 using namespace bbtree::test;
@@ -39,7 +39,8 @@ void build_generation(const std::filesystem::path& path, std::uint64_t generatio
 // Opens the path, checks a sample of lookups and a scan against one
 // generation, and returns it.  Returns 0 and sets `failure` on a mixed or
 // wrong answer.
-std::uint64_t check_one_open(const std::filesystem::path& path, std::uint64_t seed, std::string& failure) {
+std::uint64_t check_one_open(const std::filesystem::path& path, std::uint64_t seed,
+                             std::string& failure) {
   const reader index = reader::open(path);
   std::uint64_t generation = 0;
   std::mt19937_64 random(seed);
@@ -47,7 +48,8 @@ std::uint64_t check_one_open(const std::filesystem::path& path, std::uint64_t se
     const std::uint64_t decoded = decode_u64_value(value);
     if (decoded % generation_stride != key) failure = "value of another key";
     if (generation == 0) generation = decoded / generation_stride;
-    if (decoded / generation_stride != generation) failure = "answers from two generations in one open file";
+    if (decoded / generation_stride != generation)
+      failure = "answers from two generations in one open file";
   };
   for (int i = 0; i < 200; ++i) {
     const std::uint64_t key = random() % keys_per_generation;
@@ -60,8 +62,8 @@ std::uint64_t check_one_open(const std::filesystem::path& path, std::uint64_t se
   }
   std::uint64_t expected_key = random() % keys_per_generation;
   const std::uint64_t start = expected_key;
-  for (cursor position = index.lower_bound(u64_key(start)); !position.is_end() && expected_key < start + 300;
-       ++position, ++expected_key) {
+  for (cursor position = index.lower_bound(u64_key(start));
+       !position.is_end() && expected_key < start + 300; ++position, ++expected_key) {
     if (decode_u64_key(position.key()) != expected_key) failure = "scan skipped a key";
     check_value(expected_key, position.value());
   }
@@ -87,7 +89,8 @@ TEST_CASE("readers see whole generations while the file is replaced", "[concurre
       const auto deadline = std::chrono::steady_clock::now() + duration;
       int opens = 0;
       while (std::chrono::steady_clock::now() < deadline) {
-        const std::uint64_t generation = check_one_open(path, static_cast<std::uint64_t>(opens++), failure);
+        const std::uint64_t generation =
+            check_one_open(path, static_cast<std::uint64_t>(opens++), failure);
         if (!failure.empty() || generation < last_generation) ::_exit(1);
         last_generation = generation;
       }
@@ -120,7 +123,8 @@ TEST_CASE("readers see whole generations while the file is replaced", "[concurre
       while (std::chrono::steady_clock::now() < deadline && failures[thread].empty()) {
         if (thread % 2 == 0) {
           const std::uint64_t generation = check_one_open(path, random(), failures[thread]);
-          if (generation < last_generation) failures[thread] = "a reopened file went back a generation";
+          if (generation < last_generation)
+            failures[thread] = "a reopened file went back a generation";
           last_generation = generation;
           ++opens[thread];
         } else {

@@ -70,11 +70,13 @@ TEST_CASE("counts at page boundaries", "[differential]") {
   const reader probe = reader::open(scratch / "probe.bbt");
   const std::uint32_t per_leaf = probe.core().page(1, 0).count;
   REQUIRE(per_leaf > 2);
-  for (std::size_t count : {std::size_t{per_leaf} - 1, std::size_t{per_leaf}, std::size_t{per_leaf} + 1,
-                            std::size_t{per_leaf} * 2, std::size_t{per_leaf} * 60, std::size_t{per_leaf} * 61 + 1}) {
+  for (std::size_t count :
+       {std::size_t{per_leaf} - 1, std::size_t{per_leaf}, std::size_t{per_leaf} + 1,
+        std::size_t{per_leaf} * 2, std::size_t{per_leaf} * 60, std::size_t{per_leaf} * 61 + 1}) {
     DYNAMIC_SECTION(count << " entries") {
       model entries;
-      for (std::uint64_t i = 0; i < count; ++i) entries[std::string(u64_key(i * 3).view())] = std::string(u64_value(i).view());
+      for (std::uint64_t i = 0; i < count; ++i)
+        entries[std::string(u64_key(i * 3).view())] = std::string(u64_value(i).view());
       build_and_check(kinds, entries, 50);
     }
   }
@@ -89,7 +91,8 @@ TEST_CASE("byte-string keys: adversarial sets", "[differential]") {
       std::mt19937_64 random(page_size);
       const std::string base = "https://example.com/a/very/long/shared/prefix/of/urls/and/paths/";
       for (int i = 0; i < 3000; ++i) {
-        std::string key = base + std::to_string(random() % 50) + "/" + std::to_string(random() % 100000);
+        std::string key =
+            base + std::to_string(random() % 50) + "/" + std::to_string(random() % 100000);
         entries[key] = "v" + std::to_string(i);
       }
       build_and_check(kinds, entries);
@@ -97,7 +100,8 @@ TEST_CASE("byte-string keys: adversarial sets", "[differential]") {
     SECTION("keys that tie in their inline keys and differ later") {
       model entries;
       for (int i = 0; i < 2000; ++i) {
-        std::string key = "12345678" + std::string(static_cast<std::size_t>(i % 7), 'x') + std::to_string(i);
+        std::string key =
+            "12345678" + std::string(static_cast<std::size_t>(i % 7), 'x') + std::to_string(i);
         entries[key] = std::to_string(i);
       }
       build_and_check(kinds, entries);
@@ -119,12 +123,11 @@ TEST_CASE("byte-string keys: adversarial sets", "[differential]") {
       entries[std::string(format::max_key_length - 1, 'a') + "b"] = "";
       entries[std::string(format::max_key_length, '\xff')] = std::string(3 * 1024 * 1024, 'w');
       entries[std::string(70, 'a')] = std::string(page_size, 'x');
-      for (int i = 0; i < 100; ++i) entries[std::string(static_cast<std::size_t>(i) * 600, 'a')] = std::to_string(i);
+      for (int i = 0; i < 100; ++i)
+        entries[std::string(static_cast<std::size_t>(i) * 600, 'a')] = std::to_string(i);
       build_and_check(kinds, entries, 20);
     }
-    SECTION("only the empty key") {
-      build_and_check(kinds, model{{"", "v"}});
-    }
+    SECTION("only the empty key") { build_and_check(kinds, model{{"", "v"}}); }
   }
 }
 
@@ -143,7 +146,8 @@ TEST_CASE("millions of entries", "[differential][large]") {
   const shape kinds{key_kind::u64, 0, value_kind::u64, 0, 4096};
   model entries;
   std::mt19937_64 random(2024);
-  while (entries.size() < 2'000'000) entries[std::string(u64_key(random()).view())] = std::string(u64_value(random()).view());
+  while (entries.size() < 2'000'000)
+    entries[std::string(u64_key(random()).view())] = std::string(u64_value(random()).view());
   scratch_directory scratch;
   build_file(scratch / "big.bbt", kinds, entries);
   const reader index = reader::open(scratch / "big.bbt");

@@ -44,7 +44,8 @@ std::string read_all(const fs::path& path) {
 std::uint64_t le(const std::string& b, std::uint64_t offset, unsigned size) {
   REQUIRE(offset + size <= b.size());
   std::uint64_t value = 0;
-  for (unsigned i = size; i-- > 0;) value = (value << 8) | static_cast<unsigned char>(b[offset + i]);
+  for (unsigned i = size; i-- > 0;)
+    value = (value << 8) | static_cast<unsigned char>(b[offset + i]);
   return value;
 }
 std::uint32_t u8(const std::string& b, std::uint64_t offset) {
@@ -81,13 +82,15 @@ std::size_t lcp(const std::string& a, const std::string& b) {
 
 std::string be64(std::uint64_t v) {
   std::string out(8, '\0');
-  for (int i = 7; i >= 0; --i, v >>= 8) out[static_cast<std::size_t>(i)] = static_cast<char>(v & 0xFF);
+  for (int i = 7; i >= 0; --i, v >>= 8)
+    out[static_cast<std::size_t>(i)] = static_cast<char>(v & 0xFF);
   return out;
 }
 
 std::string le64(std::uint64_t v) {
   std::string out(8, '\0');
-  for (int i = 0; i < 8; ++i, v >>= 8) out[static_cast<std::size_t>(i)] = static_cast<char>(v & 0xFF);
+  for (int i = 0; i < 8; ++i, v >>= 8)
+    out[static_cast<std::size_t>(i)] = static_cast<char>(v & 0xFF);
   return out;
 }
 
@@ -164,13 +167,16 @@ struct header_fields {
 // sections 5 and 5.1 to 5.3 that does not depend on the file's content.
 header_fields check_header(const std::string& file) {
   REQUIRE(file.size() >= 512);
-  const std::string magic("\x89" "BBTREE\n", 8);
+  const std::string magic(
+      "\x89"
+      "BBTREE\n",
+      8);
   CHECK(file.substr(0, 8) == magic);
-  CHECK(u16(file, 8) == 1);    // major_version
-  CHECK(u16(file, 10) == 0);   // minor_version
-  CHECK(u32(file, 12) == 512); // header_size
-  CHECK(u64(file, 16) == 0);   // required_features
-  CHECK(u64(file, 24) == 0);   // optional_features
+  CHECK(u16(file, 8) == 1);     // major_version
+  CHECK(u16(file, 10) == 0);    // minor_version
+  CHECK(u32(file, 12) == 512);  // header_size
+  CHECK(u64(file, 16) == 0);    // required_features
+  CHECK(u64(file, 24) == 0);    // optional_features
 
   header_fields h;
   h.page_size = u32(file, 32);
@@ -195,7 +201,8 @@ header_fields check_header(const std::string& file) {
   h.file_size = u64(file, 128);
   h.max_key_length = u32(file, 136);
   h.max_value_length = u32(file, 140);
-  for (std::uint32_t level = 0; level < 32; ++level) h.level_first_page[level] = u32(file, 256 + 4 * level);
+  for (std::uint32_t level = 0; level < 32; ++level)
+    h.level_first_page[level] = u32(file, 256 + 4 * level);
 
   // Header checksum: CRC32C of [0, 508) stored at 508.
   CHECK(u32(file, 508) == crc(file, 0, 508));
@@ -260,7 +267,8 @@ header_fields check_header(const std::string& file) {
     CHECK(h.metadata_offset == blob_end);
     CHECK(h.metadata_length >= 4);
     REQUIRE(h.metadata_offset + h.metadata_length <= file.size());
-    CHECK(h.metadata_checksum == crc(file, h.metadata_offset, h.metadata_offset + h.metadata_length));
+    CHECK(h.metadata_checksum ==
+          crc(file, h.metadata_offset, h.metadata_offset + h.metadata_length));
   }
   CHECK(h.file_size == blob_end + h.metadata_length);
   CHECK(h.file_size == file.size());
@@ -299,8 +307,8 @@ struct blob_item {
 // every item or record starts where the previous one ended.
 std::string read_item(const std::string& file, const header_fields& h, std::uint64_t base,
                       const page_info& page, std::uint64_t length, std::uint32_t reference,
-                      std::uint64_t& heap_cursor, std::vector<blob_item>& blobs, std::uint32_t entry,
-                      bool is_key) {
+                      std::uint64_t& heap_cursor, std::vector<blob_item>& blobs,
+                      std::uint32_t entry, bool is_key) {
   if (length == 0) {
     CHECK(reference == 0);
     return {};
@@ -428,16 +436,20 @@ page_info decode_page(const std::string& file, const header_fields& h, std::uint
 
     if (page.kind == 1) {
       switch (h.value_kind) {
-        case 0: page.values.emplace_back(); break;
-        case 1: page.values.push_back(file.substr(base + values + 8 * i, 8)); break;
+        case 0:
+          page.values.emplace_back();
+          break;
+        case 1:
+          page.values.push_back(file.substr(base + values + 8 * i, 8));
+          break;
         case 2:
           page.values.push_back(file.substr(base + values + h.value_size * i, h.value_size));
           break;
         case 3: {
           const std::uint64_t length = u32(file, base + values + 8 * i);
           const std::uint32_t reference = u32(file, base + values + 8 * i + 4);
-          page.values.push_back(read_item(file, h, base, page, length, reference, heap_cursor, blobs,
-                                          static_cast<std::uint32_t>(i), false));
+          page.values.push_back(read_item(file, h, base, page, length, reference, heap_cursor,
+                                          blobs, static_cast<std::uint32_t>(i), false));
           break;
         }
       }
@@ -520,7 +532,8 @@ decoded_file decode_file(const std::string& file) {
   CHECK(f.pages.size() + 1 == h.page_count);
 
   // Keys ascend across leaves.
-  for (std::size_t i = 1; i < f.entries.size(); ++i) CHECK(f.entries[i - 1].first < f.entries[i].first);
+  for (std::size_t i = 1; i < f.entries.size(); ++i)
+    CHECK(f.entries[i - 1].first < f.entries[i].first);
 
   // Separators (sections 11 and 15.4).
   for (const auto& [number, page] : f.pages) {
@@ -563,8 +576,9 @@ decoded_file decode_file(const std::string& file) {
 // handed up as described) and checks that the blob offsets follow it.
 void check_blob_order(const decoded_file& f) {
   const header_fields& h = f.h;
-  std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> value_item;  // (page, entry) -> offset
-  std::map<std::uint32_t, std::vector<std::uint64_t>> key_items;                 // page -> offsets, key order
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t>
+      value_item;                                                 // (page, entry) -> offset
+  std::map<std::uint32_t, std::vector<std::uint64_t>> key_items;  // page -> offsets, key order
   for (const blob_item& item : f.blobs) {
     if (item.is_key) {
       key_items[item.page].push_back(item.offset);
@@ -591,7 +605,8 @@ void check_blob_order(const decoded_file& f) {
   const std::uint32_t leaves = h.level_pages(0);
   for (std::uint32_t leaf = 1; leaf <= leaves; ++leaf) {
     for (std::uint32_t i = 0; i < f.pages.at(leaf).count; ++i) {
-      if (auto it = value_item.find({leaf, i}); it != value_item.end()) events.push_back(it->second);
+      if (auto it = value_item.find({leaf, i}); it != value_item.end())
+        events.push_back(it->second);
       if (i == 0 && leaf > 1) close(leaf - 1, true);
     }
   }
@@ -619,12 +634,12 @@ void check_root_page(const std::string& file, const header_fields& h) {
   CHECK(heap_end <= h.page_size);
   CHECK(u32(file, base + 28) == 0);
   if (h.height == 1) {
-    CHECK(u8(file, base + 8) == 1);                  // leaf
-    CHECK(u64(file, base + 16) == 0);                // first_rank of the only leaf
-    CHECK(u16(file, base + 12) == h.entry_count);    // count
+    CHECK(u8(file, base + 8) == 1);                // leaf
+    CHECK(u64(file, base + 16) == 0);              // first_rank of the only leaf
+    CHECK(u16(file, base + 12) == h.entry_count);  // count
   } else {
-    CHECK(u8(file, base + 8) == 2);                  // inner
-    CHECK(u32(file, base + 16) == 0);                // first_child: the root's children are the whole level
+    CHECK(u8(file, base + 8) == 2);    // inner
+    CHECK(u32(file, base + 16) == 0);  // first_child: the root's children are the whole level
     CHECK(u32(file, base + 20) == 0);
     // count + 1 children = every page of the level below.
     CHECK(u16(file, base + 12) + 1u == h.level_pages(h.height - 2));
@@ -649,9 +664,9 @@ bool u64_page_fits(const std::vector<std::string>& keys, std::size_t first, std:
 
 // Section 15.5 for one level of u64 keys: the number of keys in each page,
 // and the keys (separators) passed up to the next level.
-std::vector<std::size_t> fill_u64_level(const std::vector<std::string>& keys, std::uint64_t value_bytes,
-                                        std::uint32_t page_size, bool leaves,
-                                        std::vector<std::string>& passed_up) {
+std::vector<std::size_t> fill_u64_level(const std::vector<std::string>& keys,
+                                        std::uint64_t value_bytes, std::uint32_t page_size,
+                                        bool leaves, std::vector<std::string>& passed_up) {
   std::vector<std::size_t> counts;
   std::size_t open_first = 0;
   std::size_t open_count = 0;
@@ -692,23 +707,25 @@ TEST_CASE("spec 17.1: the worked u64 -> u64 example is byte-exact", "[spec]") {
   const std::string bytes = read_all(file.path());
   REQUIRE(bytes.size() == 1024);
 
-  const std::string header = image(512, {
-      {0x000, "89 42 42 54 52 45 45 0a 01 00 00 00 00 02 00 00"},
-      {0x020, "00 02 00 00 01 01 00 00 08 00 00 00 08 00 00 00"},
-      {0x030, "03 00 00 00 00 00 00 00 01 00 00 00 01 00 00 00"},
-      {0x040, "01 00 00 00 01 00 00 00 02 00 00 00 00 00 00 00"},
-      {0x070, "00 00 00 00 00 00 00 00 40 00 00 00 40 00 00 00"},
-      {0x080, "00 04 00 00 00 00 00 00 08 00 00 00 08 00 00 00"},
-      {0x100, "01 00 00 00"},
-      {0x1f0, "00 00 00 00 00 00 00 00 00 00 00 00 47 12 a2 11"},
-  });
-  const std::string leaf = image(512, {
-      {0x000, "97 94 65 ef 01 00 00 00 01 00 02 00 03 00 06 00"},
-      {0x010, "00 00 00 00 00 00 00 00 48 00 00 00 00 00 00 00"},
-      {0x020, "00 00 00 00 65 53 00 00 f1 00 f1 64 ff 10 00 00"},
-      {0x030, "64 00 00 00 00 00 00 00 c8 00 00 00 00 00 00 00"},
-      {0x040, "2c 01 00 00 00 00 00 00"},
-  });
+  const std::string header =
+      image(512, {
+                     {0x000, "89 42 42 54 52 45 45 0a 01 00 00 00 00 02 00 00"},
+                     {0x020, "00 02 00 00 01 01 00 00 08 00 00 00 08 00 00 00"},
+                     {0x030, "03 00 00 00 00 00 00 00 01 00 00 00 01 00 00 00"},
+                     {0x040, "01 00 00 00 01 00 00 00 02 00 00 00 00 00 00 00"},
+                     {0x070, "00 00 00 00 00 00 00 00 40 00 00 00 40 00 00 00"},
+                     {0x080, "00 04 00 00 00 00 00 00 08 00 00 00 08 00 00 00"},
+                     {0x100, "01 00 00 00"},
+                     {0x1f0, "00 00 00 00 00 00 00 00 00 00 00 00 47 12 a2 11"},
+                 });
+  const std::string leaf =
+      image(512, {
+                     {0x000, "97 94 65 ef 01 00 00 00 01 00 02 00 03 00 06 00"},
+                     {0x010, "00 00 00 00 00 00 00 00 48 00 00 00 00 00 00 00"},
+                     {0x020, "00 00 00 00 65 53 00 00 f1 00 f1 64 ff 10 00 00"},
+                     {0x030, "64 00 00 00 00 00 00 00 c8 00 00 00 00 00 00 00"},
+                     {0x040, "2c 01 00 00 00 00 00 00"},
+                 });
   // The example's own checksums are consistent with section 4.
   CHECK(bbtree::format::crc32c(header.data(), 508) == 0x11A21247u);
   CHECK(bbtree::format::crc32c(leaf.data() + 4, 508) == 0xEF659497u);
@@ -735,17 +752,18 @@ TEST_CASE("spec 17.2: the worked byte-string leaf is byte-exact", "[spec]") {
   const std::string bytes = read_all(file.path());
   REQUIRE(bytes.size() == 1124);
 
-  const std::string leaf = image(512, {
-      {0x000, "83 30 90 b1 01 00 00 00 01 00 08 00 03 00 05 00"},
-      {0x010, "00 00 00 00 00 00 00 00 87 00 00 00 00 00 00 00"},
-      {0x020, "75 73 65 72 3a 00 00 00 61 6c 65 78 61 6e 64 72"},
-      {0x030, "62 6f 62 00 00 00 00 00 63 68 72 69 73 74 6f 70"},
-      {0x040, "09 00 00 00 70 00 00 00 03 00 00 00 00 00 00 00"},
-      {0x050, "0b 00 00 00 74 00 00 00 03 00 00 00 71 00 00 00"},
-      {0x060, "00 00 00 00 00 00 00 00 64 00 00 00 77 00 00 80"},
-      {0x070, "61 72 65 64 68 65 72 00 00 00 00 00 00 00 00 1c"},
-      {0x080, "1c 16 15 00 00 00 00 00"},
-  });
+  const std::string leaf =
+      image(512, {
+                     {0x000, "83 30 90 b1 01 00 00 00 01 00 08 00 03 00 05 00"},
+                     {0x010, "00 00 00 00 00 00 00 00 87 00 00 00 00 00 00 00"},
+                     {0x020, "75 73 65 72 3a 00 00 00 61 6c 65 78 61 6e 64 72"},
+                     {0x030, "62 6f 62 00 00 00 00 00 63 68 72 69 73 74 6f 70"},
+                     {0x040, "09 00 00 00 70 00 00 00 03 00 00 00 00 00 00 00"},
+                     {0x050, "0b 00 00 00 74 00 00 00 03 00 00 00 71 00 00 00"},
+                     {0x060, "00 00 00 00 00 00 00 00 64 00 00 00 77 00 00 80"},
+                     {0x070, "61 72 65 64 68 65 72 00 00 00 00 00 00 00 00 1c"},
+                     {0x080, "1c 16 15 00 00 00 00 00"},
+                 });
   CHECK(bytes.substr(512, 512) == leaf);
   CHECK(bytes.substr(1024) == std::string(100, 'z'));
   CHECK(bbtree::format::crc32c(bytes.data() + 1024, 100) == 0x15161C1Cu);
@@ -780,16 +798,16 @@ TEST_CASE("spec 5 and 6: header and root page of a u64 -> u64 file", "[spec]") {
   const header_fields h = check_header(bytes);
 
   CHECK(u32(bytes, 32) == page_size);
-  CHECK(u8(bytes, 36) == 1);        // key_kind u64
-  CHECK(u8(bytes, 37) == 1);        // value_kind u64
-  CHECK(u32(bytes, 40) == 8);       // key_size
-  CHECK(u32(bytes, 44) == 8);       // value_size
-  CHECK(u64(bytes, 48) == entries); // entry_count
-  CHECK(u32(bytes, 116) == 0);      // build_flags: sorted input, duplicates are errors
-  CHECK(u32(bytes, 120) == 64);     // inline_limit = page_size / 8
-  CHECK(u32(bytes, 124) == 64);     // prefix_cap = page_size / 8
-  CHECK(u32(bytes, 136) == 8);      // max_key_length
-  CHECK(u32(bytes, 140) == 8);      // max_value_length
+  CHECK(u8(bytes, 36) == 1);         // key_kind u64
+  CHECK(u8(bytes, 37) == 1);         // value_kind u64
+  CHECK(u32(bytes, 40) == 8);        // key_size
+  CHECK(u32(bytes, 44) == 8);        // value_size
+  CHECK(u64(bytes, 48) == entries);  // entry_count
+  CHECK(u32(bytes, 116) == 0);       // build_flags: sorted input, duplicates are errors
+  CHECK(u32(bytes, 120) == 64);      // inline_limit = page_size / 8
+  CHECK(u32(bytes, 124) == 64);      // prefix_cap = page_size / 8
+  CHECK(u32(bytes, 136) == 8);       // max_key_length
+  CHECK(u32(bytes, 140) == 8);       // max_value_length
   // No blob region and no metadata region.
   CHECK(u64(bytes, 80) == 0);
   CHECK(u64(bytes, 88) == 0);
@@ -826,7 +844,8 @@ TEST_CASE("spec 5 and 6: header and root page of a u64 -> u64 file", "[spec]") {
       REQUIRE(counts.size() == h.level_pages(level));
       for (std::size_t j = 0; j < counts.size(); ++j) {
         INFO("level " << level << " page " << j);
-        CHECK(f.pages.at(h.level_first_page[level] + static_cast<std::uint32_t>(j)).count == counts[j]);
+        CHECK(f.pages.at(h.level_first_page[level] + static_cast<std::uint32_t>(j)).count ==
+              counts[j]);
       }
     }
   }
@@ -859,8 +878,8 @@ TEST_CASE("spec 5, 9 and 12: a bytes -> bytes file with blobs and metadata", "[s
   std::shuffle(input.begin(), input.end(), random);
   input.emplace_back("user/100007/profile", "kept: the last of two equal keys");
   expected["user/100007/profile"] = "kept: the last of two equal keys";
-  input.insert(input.begin(),
-               std::pair<std::string, std::string>("user/100007/profile", "dropped: an earlier equal key"));
+  input.insert(input.begin(), std::pair<std::string, std::string>("user/100007/profile",
+                                                                  "dropped: an earlier equal key"));
 
   bbtree::build_options options =
       options_for(bbtree::key_kind::bytes, bbtree::value_kind::bytes, page_size);
@@ -876,16 +895,16 @@ TEST_CASE("spec 5, 9 and 12: a bytes -> bytes file with blobs and metadata", "[s
   const header_fields h = check_header(bytes);
 
   CHECK(u32(bytes, 32) == page_size);
-  CHECK(u8(bytes, 36) == 4);                     // key_kind bytes
-  CHECK(u8(bytes, 37) == 3);                     // value_kind bytes
-  CHECK(u32(bytes, 40) == 0);                    // key_size
-  CHECK(u32(bytes, 44) == 0);                    // value_size
-  CHECK(u64(bytes, 48) == expected.size());      // entry_count
-  CHECK(u32(bytes, 116) == (1u | (2u << 1)));    // build_flags: sorted by the builder, keep last
-  CHECK(u32(bytes, 120) == 512);                 // inline_limit
-  CHECK(u32(bytes, 124) == 512);                 // prefix_cap
-  CHECK(u32(bytes, 136) == 1000);                // max_key_length
-  CHECK(u32(bytes, 140) == 5000);                // max_value_length
+  CHECK(u8(bytes, 36) == 4);                   // key_kind bytes
+  CHECK(u8(bytes, 37) == 3);                   // value_kind bytes
+  CHECK(u32(bytes, 40) == 0);                  // key_size
+  CHECK(u32(bytes, 44) == 0);                  // value_size
+  CHECK(u64(bytes, 48) == expected.size());    // entry_count
+  CHECK(u32(bytes, 116) == (1u | (2u << 1)));  // build_flags: sorted by the builder, keep last
+  CHECK(u32(bytes, 120) == 512);               // inline_limit
+  CHECK(u32(bytes, 124) == 512);               // prefix_cap
+  CHECK(u32(bytes, 136) == 1000);              // max_key_length
+  CHECK(u32(bytes, 140) == 5000);              // max_value_length
 
   // Blob region right after the last page; metadata right after the blobs.
   const std::uint64_t pages_end = std::uint64_t{h.page_count} * page_size;
@@ -930,14 +949,14 @@ TEST_CASE("spec 2: an empty index has one empty leaf", "[spec]") {
   const std::string bytes = read_all(file.path());
   REQUIRE(bytes.size() == 2 * 4096);
   const header_fields h = check_header(bytes);
-  CHECK(u8(bytes, 36) == 1);    // key_kind u64
-  CHECK(u8(bytes, 37) == 0);    // value_kind none
-  CHECK(u32(bytes, 44) == 0);   // value_size
-  CHECK(u64(bytes, 48) == 0);   // entry_count
-  CHECK(u32(bytes, 56) == 1);   // height
-  CHECK(u32(bytes, 60) == 1);   // root_page
-  CHECK(u32(bytes, 68) == 1);   // leaf_count
-  CHECK(u32(bytes, 72) == 2);   // page_count
+  CHECK(u8(bytes, 36) == 1);   // key_kind u64
+  CHECK(u8(bytes, 37) == 0);   // value_kind none
+  CHECK(u32(bytes, 44) == 0);  // value_size
+  CHECK(u64(bytes, 48) == 0);  // entry_count
+  CHECK(u32(bytes, 56) == 1);  // height
+  CHECK(u32(bytes, 60) == 1);  // root_page
+  CHECK(u32(bytes, 68) == 1);  // leaf_count
+  CHECK(u32(bytes, 72) == 2);  // page_count
   CHECK(u64(bytes, 128) == 8192);
   CHECK(u32(bytes, 136) == 0);  // max_key_length
   CHECK(u32(bytes, 140) == 0);  // max_value_length

@@ -38,7 +38,8 @@ TEST_CASE("typed u64 -> u64 index answers like std::map", "[typed]") {
       REQUIRE(position.key() == lower->first);
       REQUIRE(position.value() == lower->second);
     }
-    REQUIRE(index.rank(probe) == static_cast<std::uint64_t>(std::distance(expected.begin(), lower)));
+    REQUIRE(index.rank(probe) ==
+            static_cast<std::uint64_t>(std::distance(expected.begin(), lower)));
   }
   // Ranges with typed bounds, forwards and backwards.
   std::vector<std::uint64_t> keys_in_range;
@@ -47,10 +48,12 @@ TEST_CASE("typed u64 -> u64 index answers like std::map", "[typed]") {
     keys_in_range.push_back(key);
   }
   std::vector<std::uint64_t> expected_keys;
-  for (auto it = expected.lower_bound(1000); it != expected.lower_bound(50000); ++it) expected_keys.push_back(it->first);
+  for (auto it = expected.lower_bound(1000); it != expected.lower_bound(50000); ++it)
+    expected_keys.push_back(it->first);
   REQUIRE(keys_in_range == expected_keys);
   REQUIRE(index.count(after<std::uint64_t>(1000), to<std::uint64_t>(50000)) ==
-          static_cast<std::uint64_t>(std::distance(expected.upper_bound(1000), expected.upper_bound(50000))));
+          static_cast<std::uint64_t>(
+              std::distance(expected.upper_bound(1000), expected.upper_bound(50000))));
   REQUIRE(index.count(unbounded, unbounded) == expected.size());
   REQUIRE(index.last().key() == expected.rbegin()->first);
   REQUIRE(index.at(5).key() == std::next(expected.begin(), 5)->first);
@@ -71,8 +74,9 @@ TEST_CASE("typed i64, fixed and string keys", "[typed]") {
     options.values = value_kind::none;
     options.sync = false;
     builder writer(scratch / "signed.bbt", options);
-    for (std::int64_t key : {std::numeric_limits<std::int64_t>::min(), std::int64_t{-5}, std::int64_t{0},
-                             std::int64_t{7}, std::numeric_limits<std::int64_t>::max()}) {
+    for (std::int64_t key :
+         {std::numeric_limits<std::int64_t>::min(), std::int64_t{-5}, std::int64_t{0},
+          std::int64_t{7}, std::numeric_limits<std::int64_t>::max()}) {
       writer.add(i64_key(key));
     }
     writer.finish();
@@ -117,7 +121,8 @@ TEST_CASE("typed i64, fixed and string keys", "[typed]") {
     build_options options;
     options.sync = false;
     builder writer(scratch / "paths.bbt", options);
-    for (const char* key : {"/etc/hosts", "/etc/passwd", "/usr/bin/env", "/usr/lib/x"}) writer.add(key, key);
+    for (const char* key : {"/etc/hosts", "/etc/passwd", "/usr/bin/env", "/usr/lib/x"})
+      writer.add(key, key);
     writer.finish();
     const auto index = typed_index<std::string_view>::open(scratch / "paths.bbt");
     std::vector<std::string> found;

@@ -296,27 +296,26 @@ int main(int argc, char** argv) {
     };
     }
     if (shard_count > 0 || !shard_size.empty()) {
-      if (output == "-") {
-        throw usage_error("a shard set is a manifest and files beside it: give -o a path, not -");
-      }
-      shard_split split;
-      split.shards = shard_count;
-      if (!shard_size.empty()) split.shard_size = parse_size(shard_size, "--shard-size");
-      shard_set_summary set;
-      try {
-        set = import_shard_set(inputs, output, options, import, split);
-      } catch (...) {
-        display.clear();
-        throw;
-      }
+    if (output == "-") {
+      throw usage_error("a shard set is a manifest and files beside it: give -o a path, not -");
+    }
+    shard_split split;
+    split.shards = shard_count;
+    if (!shard_size.empty()) split.shard_size = parse_size(shard_size, "--shard-size");
+    shard_set_summary set;
+    try {
+      set = import_shard_set(inputs, output, options, import, split);
+    } catch (...) {
       display.clear();
-      if (!quiet) {
-        note(fmt::format("wrote {}: {} entries in {} shard{}, {}, {:.2f} s", output, set.entries,
-                         set.shards, set.shards == 1 ? "" : "s",
-                         human_bytes(static_cast<double>(set.file_size)),
-                         display.elapsed_seconds()));
-      }
-      return static_cast<int>(exit_success);
+      throw;
+    }
+    display.clear();
+    if (!quiet) {
+      note(fmt::format("wrote {}: {} entries in {} shard{}, {}, {:.2f} s", output, set.entries,
+                       set.shards, set.shards == 1 ? "" : "s",
+                       human_bytes(static_cast<double>(set.file_size)), display.elapsed_seconds()));
+    }
+    return static_cast<int>(exit_success);
     }
     std::optional<staging_directory> staging;
     if (output == "-") {

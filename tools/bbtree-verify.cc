@@ -224,8 +224,7 @@ void print_set_report(const shard_set_report& report) {
     add(damaged, "damaged shard");
     add(report.unreadable.size(), "unreadable shard");
     if (report.truncated_list) details += "; listing stopped (--max-errors 0 lists all)";
-    fmt::format_to(std::back_inserter(text), "{}: damaged shard set ({})\n", report.name,
-                   details);
+    fmt::format_to(std::back_inserter(text), "{}: damaged shard set ({})\n", report.name, details);
   }
   std::cout << text;
 }

@@ -257,9 +257,10 @@ open_index::open_index(const std::string& path, const open_options& options) {
 
 const bbtree::reader& open_index::reader() const {
   if (index_->is_shard_set()) {
-    throw usage_error(fmt::format("{} is a shard manifest; this reads one index file: give one of its "
-                                  "shards (bbtree-dump --header {} lists them)",
-                                  index_->name(), index_->name()));
+    throw usage_error(
+        fmt::format("{} is a shard manifest; this reads one index file: give one of its "
+                    "shards (bbtree-dump --header {} lists them)",
+                    index_->name(), index_->name()));
   }
   return index_->shard(0);
 }

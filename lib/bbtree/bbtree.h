@@ -26,15 +26,15 @@ extern "C" {
 
 typedef enum bbtree_status {
   BBTREE_OK = 0,
-  BBTREE_NOT_FOUND = 1,          /* get: no such key */
-  BBTREE_END = 2,                /* a cursor moved past either end */
-  BBTREE_E_NOT_BBTREE = 10,      /* not a file of this format */
-  BBTREE_E_NEWER_VERSION = 11,   /* a format version this library does not read */
-  BBTREE_E_UNSUPPORTED = 12,     /* a required feature this library does not know */
-  BBTREE_E_TRUNCATED = 13,       /* shorter than its header says */
-  BBTREE_E_CORRUPT = 14,         /* a corrupt header, page or item */
-  BBTREE_E_INVALID_ARGUMENT = 15,/* a null pointer, a bad option, an end cursor */
-  BBTREE_E_IO = 16,              /* the operating system refused */
+  BBTREE_NOT_FOUND = 1,           /* get: no such key */
+  BBTREE_END = 2,                 /* a cursor moved past either end */
+  BBTREE_E_NOT_BBTREE = 10,       /* not a file of this format */
+  BBTREE_E_NEWER_VERSION = 11,    /* a format version this library does not read */
+  BBTREE_E_UNSUPPORTED = 12,      /* a required feature this library does not know */
+  BBTREE_E_TRUNCATED = 13,        /* shorter than its header says */
+  BBTREE_E_CORRUPT = 14,          /* a corrupt header, page or item */
+  BBTREE_E_INVALID_ARGUMENT = 15, /* a null pointer, a bad option, an end cursor */
+  BBTREE_E_IO = 16,               /* the operating system refused */
   BBTREE_E_NO_MEMORY = 17,
   BBTREE_E_INTERNAL = 18
 } bbtree_status;
@@ -78,7 +78,8 @@ const char* bbtree_status_name(bbtree_status status);
 const char* bbtree_version(void);
 
 /* Opens a file.  populate: fault every page in at open (0 or 1). */
-bbtree_status bbtree_open(const char* path, bbtree_memory_mode mode, int populate, bbtree_index** out);
+bbtree_status bbtree_open(const char* path, bbtree_memory_mode mode, int populate,
+                          bbtree_index** out);
 /* Reads `size` bytes at `data` in place: the caller keeps them alive and
  * unchanged until bbtree_close.  Works at any address and alignment. */
 bbtree_status bbtree_open_memory(const void* data, size_t size, bbtree_index** out);
@@ -93,15 +94,16 @@ uint32_t bbtree_key_size(const bbtree_index* index);
 uint32_t bbtree_value_size(const bbtree_index* index);
 
 /* Looks `key` up: BBTREE_OK with *value set, or BBTREE_NOT_FOUND. */
-bbtree_status bbtree_get(const bbtree_index* index, const void* key, size_t key_size, bbtree_bytes* value);
+bbtree_status bbtree_get(const bbtree_index* index, const void* key, size_t key_size,
+                         bbtree_bytes* value);
 /* Looks up `count` keys at once, descending the tree for all of them level
  * by level.  found[i] is 1 and values[i] set for each key present, else 0.
  * *found_count (may be null) receives how many were found. */
 bbtree_status bbtree_get_many(const bbtree_index* index, const bbtree_bytes* keys, size_t count,
                               bbtree_bytes* values, uint8_t* found, size_t* found_count);
 /* Entries whose keys lie in [from, to) (from and to may be null for no bound). */
-bbtree_status bbtree_count(const bbtree_index* index, const void* from, size_t from_size, const void* to,
-                           size_t to_size, uint64_t* count);
+bbtree_status bbtree_count(const bbtree_index* index, const void* from, size_t from_size,
+                           const void* to, size_t to_size, uint64_t* count);
 
 /* Cursors.  A new cursor is at the end; seek it before reading. */
 bbtree_status bbtree_cursor_open(const bbtree_index* index, bbtree_cursor** out);

@@ -18,11 +18,11 @@ enum class errc {
   corrupt,              // a page or item found inconsistent during a query
   trailing_data,        // longer than its header says
   // Building.
-  out_of_order,     // a key smaller than the one before it
-  duplicate_key,    // an equal key under duplicate_policy::error
-  key_too_long,     // over the key kind's length limit, or a fixed key of the wrong size
-  value_too_long,   // over the value kind's length limit, or a fixed value of the wrong size
-  already_exists,   // the destination exists and overwriting was not asked for
+  out_of_order,    // a key smaller than the one before it
+  duplicate_key,   // an equal key under duplicate_policy::error
+  key_too_long,    // over the key kind's length limit, or a fixed key of the wrong size
+  value_too_long,  // over the value kind's length limit, or a fixed value of the wrong size
+  already_exists,  // the destination exists and overwriting was not asked for
   // Anywhere.
   invalid_argument,  // an option or argument out of range
   type_mismatch,     // a typed view whose key or value type differs from the file's

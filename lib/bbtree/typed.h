@@ -76,8 +76,9 @@ struct encoded_key<std::array<unsigned char, N>> {
 
 template <typename Key>
 struct key_traits {
-  static_assert(sizeof(Key) == 0,
-                "keys are std::uint64_t, std::int64_t, std::array<unsigned char, N> or std::string_view");
+  static_assert(
+      sizeof(Key) == 0,
+      "keys are std::uint64_t, std::int64_t, std::array<unsigned char, N> or std::string_view");
 };
 
 template <>
@@ -96,8 +97,12 @@ struct key_traits<std::int64_t> {
 
 template <std::size_t N>
 struct key_traits<std::array<unsigned char, N>> {
-  static bool matches(const file_info& info) { return info.keys == key_kind::fixed && info.key_size == N; }
-  static encoded_key<std::array<unsigned char, N>> encode(const std::array<unsigned char, N>& key) { return {key}; }
+  static bool matches(const file_info& info) {
+    return info.keys == key_kind::fixed && info.key_size == N;
+  }
+  static encoded_key<std::array<unsigned char, N>> encode(const std::array<unsigned char, N>& key) {
+    return {key};
+  }
   static std::array<unsigned char, N> decode(std::string_view bytes) {
     std::array<unsigned char, N> key{};
     std::memcpy(key.data(), bytes.data(), N);
@@ -115,7 +120,8 @@ struct key_traits<std::string_view> {
 template <typename Value>
 struct value_traits {
   static_assert(sizeof(Value) == 0,
-                "values are bbtree::no_value, std::uint64_t, std::array<unsigned char, N> or std::string_view");
+                "values are bbtree::no_value, std::uint64_t, std::array<unsigned char, N> or "
+                "std::string_view");
 };
 
 template <>
@@ -132,7 +138,9 @@ struct value_traits<std::uint64_t> {
 
 template <std::size_t N>
 struct value_traits<std::array<unsigned char, N>> {
-  static bool matches(const file_info& info) { return info.values == value_kind::fixed && info.value_size == N; }
+  static bool matches(const file_info& info) {
+    return info.values == value_kind::fixed && info.value_size == N;
+  }
   static std::array<unsigned char, N> decode(std::string_view bytes) {
     std::array<unsigned char, N> value{};
     std::memcpy(value.data(), bytes.data(), N);
@@ -225,7 +233,9 @@ class typed_index {
       --position_;
       return before;
     }
-    friend bool operator==(const iterator& a, const iterator& b) { return a.position_ == b.position_; }
+    friend bool operator==(const iterator& a, const iterator& b) {
+      return a.position_ == b.position_;
+    }
 
    private:
     cursor position_;
@@ -245,7 +255,8 @@ class typed_index {
 
   explicit typed_index(Index index) : index_(std::move(index)) {
     if (!key_traits::matches(index_.info()) || !value_traits::matches(index_.info())) {
-      throw error(errc::type_mismatch, index_.name() + ": the file's key or value kind differs from the view's types");
+      throw error(errc::type_mismatch,
+                  index_.name() + ": the file's key or value kind differs from the view's types");
     }
   }
 
@@ -263,9 +274,15 @@ class typed_index {
     return value_traits::decode(*value);
   }
   bool contains(const Key& key) const { return index_.contains(key_traits::encode(key).view()); }
-  iterator find(const Key& key) const { return iterator(index_.find(key_traits::encode(key).view())); }
-  iterator lower_bound(const Key& key) const { return iterator(index_.lower_bound(key_traits::encode(key).view())); }
-  iterator upper_bound(const Key& key) const { return iterator(index_.upper_bound(key_traits::encode(key).view())); }
+  iterator find(const Key& key) const {
+    return iterator(index_.find(key_traits::encode(key).view()));
+  }
+  iterator lower_bound(const Key& key) const {
+    return iterator(index_.lower_bound(key_traits::encode(key).view()));
+  }
+  iterator upper_bound(const Key& key) const {
+    return iterator(index_.upper_bound(key_traits::encode(key).view()));
+  }
   range_view equal_range(const Key& key) const {
     const entry_range equal = index_.equal_range(key_traits::encode(key).view());
     return {iterator(equal.begin()), iterator(equal.end())};
@@ -283,13 +300,12 @@ class typed_index {
   range_view range(typed_bound<Key> from, typed_bound<Key> to) const {
     const auto from_key = key_traits::encode(from.key);
     const auto to_key = key_traits::encode(to.key);
-    const entry_range found = index_.range(bound{from.type, from_key.view()}, bound{to.type, to_key.view()});
+    const entry_range found =
+        index_.range(bound{from.type, from_key.view()}, bound{to.type, to_key.view()});
     return {iterator(found.begin()), iterator(found.end())};
   }
 
-  range_view prefix(std::string_view prefix) const
-    requires std::is_same_v<Key, std::string_view>
-  {
+  range_view prefix(std::string_view prefix) const requires std::is_same_v<Key, std::string_view> {
     const entry_range found = index_.prefix(prefix);
     return {iterator(found.begin()), iterator(found.end())};
   }
@@ -304,7 +320,8 @@ class typed_index {
 
   // The batched lookup; out.size() must equal keys.size().
   std::size_t get_many(std::span<const Key> keys, std::span<std::optional<Value>> out) const {
-    if (out.size() != keys.size()) throw error(errc::invalid_argument, "get_many: keys and out differ in size");
+    if (out.size() != keys.size())
+      throw error(errc::invalid_argument, "get_many: keys and out differ in size");
     std::vector<detail::encoded_key<Key>> encoded;
     encoded.reserve(keys.size());
     std::vector<std::string_view> views;

@@ -27,15 +27,22 @@ thread_local std::string last_error;
 bbtree_status status_of(bbtree::errc code) {
   using bbtree::errc;
   switch (code) {
-    case errc::not_bbtree: return BBTREE_E_NOT_BBTREE;
-    case errc::newer_version: return BBTREE_E_NEWER_VERSION;
-    case errc::unsupported_feature: return BBTREE_E_UNSUPPORTED;
-    case errc::truncated: return BBTREE_E_TRUNCATED;
+    case errc::not_bbtree:
+      return BBTREE_E_NOT_BBTREE;
+    case errc::newer_version:
+      return BBTREE_E_NEWER_VERSION;
+    case errc::unsupported_feature:
+      return BBTREE_E_UNSUPPORTED;
+    case errc::truncated:
+      return BBTREE_E_TRUNCATED;
     case errc::corrupt_header:
     case errc::corrupt:
-    case errc::trailing_data: return BBTREE_E_CORRUPT;
-    case errc::io_error: return BBTREE_E_IO;
-    default: return BBTREE_E_INVALID_ARGUMENT;
+    case errc::trailing_data:
+      return BBTREE_E_CORRUPT;
+    case errc::io_error:
+      return BBTREE_E_IO;
+    default:
+      return BBTREE_E_INVALID_ARGUMENT;
   }
 }
 
@@ -83,18 +90,30 @@ const char* bbtree_last_error(void) { return last_error.c_str(); }
 
 const char* bbtree_status_name(bbtree_status status) {
   switch (status) {
-    case BBTREE_OK: return "ok";
-    case BBTREE_NOT_FOUND: return "not found";
-    case BBTREE_END: return "end";
-    case BBTREE_E_NOT_BBTREE: return "not a bbtree file";
-    case BBTREE_E_NEWER_VERSION: return "newer format version";
-    case BBTREE_E_UNSUPPORTED: return "unsupported feature";
-    case BBTREE_E_TRUNCATED: return "truncated";
-    case BBTREE_E_CORRUPT: return "corrupt";
-    case BBTREE_E_INVALID_ARGUMENT: return "invalid argument";
-    case BBTREE_E_IO: return "I/O error";
-    case BBTREE_E_NO_MEMORY: return "out of memory";
-    case BBTREE_E_INTERNAL: return "internal error";
+    case BBTREE_OK:
+      return "ok";
+    case BBTREE_NOT_FOUND:
+      return "not found";
+    case BBTREE_END:
+      return "end";
+    case BBTREE_E_NOT_BBTREE:
+      return "not a bbtree file";
+    case BBTREE_E_NEWER_VERSION:
+      return "newer format version";
+    case BBTREE_E_UNSUPPORTED:
+      return "unsupported feature";
+    case BBTREE_E_TRUNCATED:
+      return "truncated";
+    case BBTREE_E_CORRUPT:
+      return "corrupt";
+    case BBTREE_E_INVALID_ARGUMENT:
+      return "invalid argument";
+    case BBTREE_E_IO:
+      return "I/O error";
+    case BBTREE_E_NO_MEMORY:
+      return "out of memory";
+    case BBTREE_E_INTERNAL:
+      return "internal error";
   }
   return "unknown status";
 }
@@ -108,14 +127,16 @@ static_assert(BBTREE_MAP == static_cast<int>(bbtree::memory_mode::map) &&
               BBTREE_MAP_THEN_COPY_HUGE_PAGES ==
                   static_cast<int>(bbtree::memory_mode::map_then_copy_huge_pages));
 
-bbtree_status bbtree_open(const char* path, bbtree_memory_mode mode, int populate, bbtree_index** out) {
+bbtree_status bbtree_open(const char* path, bbtree_memory_mode mode, int populate,
+                          bbtree_index** out) {
   if (path == nullptr || out == nullptr) return invalid("bbtree_open: null argument");
   // A C caller may pass any int; in C++ a value outside the enumerators'
   // range must not be read as the enum, so the check reads its bytes.
   int mode_value = 0;
   static_assert(sizeof mode == sizeof mode_value);
   std::memcpy(&mode_value, &mode, sizeof mode_value);
-  if (mode_value < BBTREE_MAP || mode_value > BBTREE_MAP_THEN_COPY_HUGE_PAGES) return invalid("bbtree_open: unknown memory mode");
+  if (mode_value < BBTREE_MAP || mode_value > BBTREE_MAP_THEN_COPY_HUGE_PAGES)
+    return invalid("bbtree_open: unknown memory mode");
   *out = nullptr;
   return guarded([&] {
     bbtree::open_options options;
@@ -127,11 +148,12 @@ bbtree_status bbtree_open(const char* path, bbtree_memory_mode mode, int populat
 }
 
 bbtree_status bbtree_open_memory(const void* data, size_t size, bbtree_index** out) {
-  if ((data == nullptr && size > 0) || out == nullptr) return invalid("bbtree_open_memory: null argument");
+  if ((data == nullptr && size > 0) || out == nullptr)
+    return invalid("bbtree_open_memory: null argument");
   *out = nullptr;
   return guarded([&] {
-    *out = new bbtree_index{
-        bbtree::reader::from_memory(std::span<const std::byte>(static_cast<const std::byte*>(data), size))};
+    *out = new bbtree_index{bbtree::reader::from_memory(
+        std::span<const std::byte>(static_cast<const std::byte*>(data), size))};
     return BBTREE_OK;
   });
 }
@@ -148,7 +170,8 @@ bbtree_value_kind bbtree_get_value_kind(const bbtree_index* index) {
 uint32_t bbtree_key_size(const bbtree_index* index) { return index->reader.info().key_size; }
 uint32_t bbtree_value_size(const bbtree_index* index) { return index->reader.info().value_size; }
 
-bbtree_status bbtree_get(const bbtree_index* index, const void* key, size_t key_size, bbtree_bytes* value) {
+bbtree_status bbtree_get(const bbtree_index* index, const void* key, size_t key_size,
+                         bbtree_bytes* value) {
   if (index == nullptr || (key == nullptr && key_size > 0) || value == nullptr) {
     return invalid("bbtree_get: null argument");
   }
@@ -160,9 +183,10 @@ bbtree_status bbtree_get(const bbtree_index* index, const void* key, size_t key_
   });
 }
 
-bbtree_status bbtree_get_many(const bbtree_index* index, const bbtree_bytes* keys, size_t count, bbtree_bytes* values,
-                              uint8_t* found, size_t* found_count) {
-  if (index == nullptr || (count > 0 && (keys == nullptr || values == nullptr || found == nullptr))) {
+bbtree_status bbtree_get_many(const bbtree_index* index, const bbtree_bytes* keys, size_t count,
+                              bbtree_bytes* values, uint8_t* found, size_t* found_count) {
+  if (index == nullptr ||
+      (count > 0 && (keys == nullptr || values == nullptr || found == nullptr))) {
     return invalid("bbtree_get_many: null argument");
   }
   return guarded([&] {
@@ -179,12 +203,14 @@ bbtree_status bbtree_get_many(const bbtree_index* index, const bbtree_bytes* key
   });
 }
 
-bbtree_status bbtree_count(const bbtree_index* index, const void* from, size_t from_size, const void* to,
-                           size_t to_size, uint64_t* count) {
+bbtree_status bbtree_count(const bbtree_index* index, const void* from, size_t from_size,
+                           const void* to, size_t to_size, uint64_t* count) {
   if (index == nullptr || count == nullptr) return invalid("bbtree_count: null argument");
   return guarded([&] {
-    const bbtree::bound lower = from ? bbtree::bound::inclusive(view_of(from, from_size)) : bbtree::bound::none();
-    const bbtree::bound upper = to ? bbtree::bound::exclusive(view_of(to, to_size)) : bbtree::bound::none();
+    const bbtree::bound lower =
+        from ? bbtree::bound::inclusive(view_of(from, from_size)) : bbtree::bound::none();
+    const bbtree::bound upper =
+        to ? bbtree::bound::exclusive(view_of(to, to_size)) : bbtree::bound::none();
     *count = index->reader.count(lower, upper);
     return BBTREE_OK;
   });
@@ -202,7 +228,8 @@ bbtree_status bbtree_cursor_open(const bbtree_index* index, bbtree_cursor** out)
 void bbtree_cursor_close(bbtree_cursor* cursor) { delete cursor; }
 
 bbtree_status bbtree_cursor_seek(bbtree_cursor* cursor, const void* key, size_t key_size) {
-  if (cursor == nullptr || (key == nullptr && key_size > 0)) return invalid("bbtree_cursor_seek: null argument");
+  if (cursor == nullptr || (key == nullptr && key_size > 0))
+    return invalid("bbtree_cursor_seek: null argument");
   return guarded([&] {
     cursor->position = cursor->index->reader.lower_bound(view_of(key, key_size));
     return position_status(cursor);
@@ -244,7 +271,9 @@ bbtree_status bbtree_cursor_prev(bbtree_cursor* cursor) {
   });
 }
 
-int bbtree_cursor_valid(const bbtree_cursor* cursor) { return cursor != nullptr && !cursor->position.is_end(); }
+int bbtree_cursor_valid(const bbtree_cursor* cursor) {
+  return cursor != nullptr && !cursor->position.is_end();
+}
 
 bbtree_status bbtree_cursor_key(bbtree_cursor* cursor, bbtree_bytes* key) {
   if (cursor == nullptr || key == nullptr) return invalid("bbtree_cursor_key: null argument");
@@ -264,7 +293,9 @@ bbtree_status bbtree_cursor_value(bbtree_cursor* cursor, bbtree_bytes* value) {
   });
 }
 
-void bbtree_u64_key(uint64_t key, unsigned char out[8]) { bbtree::format::encode_u64_key(key, out); }
+void bbtree_u64_key(uint64_t key, unsigned char out[8]) {
+  bbtree::format::encode_u64_key(key, out);
+}
 void bbtree_i64_key(int64_t key, unsigned char out[8]) { bbtree::format::encode_i64_key(key, out); }
 uint64_t bbtree_decode_u64_key(const void* key) {
   return bbtree::format::decode_u64_key(static_cast<const unsigned char*>(key));
@@ -272,6 +303,8 @@ uint64_t bbtree_decode_u64_key(const void* key) {
 int64_t bbtree_decode_i64_key(const void* key) {
   return bbtree::format::decode_i64_key(static_cast<const unsigned char*>(key));
 }
-uint64_t bbtree_u64_value(const void* value) { return bbtree::format::load_le<std::uint64_t>(value); }
+uint64_t bbtree_u64_value(const void* value) {
+  return bbtree::format::load_le<std::uint64_t>(value);
+}
 
 }  // extern "C"

@@ -2,14 +2,14 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <csignal>
-#include <cstring>
 #include <fcntl.h>
-#include <random>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <random>
 
 #include <stdio.h>  // renameat2, RENAME_NOREPLACE
 
@@ -64,7 +64,8 @@ void pread_all(int fd, void* data, std::size_t length, std::uint64_t offset, con
       throw_errno("cannot read", path);
     }
     if (got == 0) {
-      throw error(errc::io_error, fmt::format("cannot read {}: unexpected end of file", path.string()));
+      throw error(errc::io_error,
+                  fmt::format("cannot read {}: unexpected end of file", path.string()));
     }
     bytes += got;
     offset += static_cast<std::uint64_t>(got);
@@ -77,7 +78,8 @@ void append_file(int target, const fs::path& target_path, int source, std::uint6
   while (length > 0) {
     const std::size_t chunk = length > (std::uint64_t{1} << 30) ? (std::size_t{1} << 30) : length;
     ssize_t copied = ::copy_file_range(source, &source_offset, target, nullptr, chunk, 0);
-    if (copied < 0 && (errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL)) {
+    if (copied < 0 &&
+        (errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL)) {
       off_t offset = static_cast<off_t>(source_offset);
       copied = ::sendfile(target, source, &offset, chunk);
       if (copied > 0) source_offset = offset;
@@ -164,15 +166,16 @@ file_descriptor create_anonymous_file(const fs::path& directory) {
 }
 
 staged_file::staged_file(fs::path destination, bool overwrite)
-    : destination_(std::move(destination)), directory_(directory_of(destination_)),
+    : destination_(std::move(destination)),
+      directory_(directory_of(destination_)),
       overwrite_(overwrite) {
   if (destination_.filename().empty()) {
     throw error(errc::invalid_argument,
                 fmt::format("output {} names a directory, not a file", destination_.string()));
   }
   if (!overwrite_ && ::access(destination_.c_str(), F_OK) == 0) {
-    throw error(errc::already_exists,
-                fmt::format("{} already exists (use --force to replace it)", destination_.string()));
+    throw error(errc::already_exists, fmt::format("{} already exists (use --force to replace it)",
+                                                  destination_.string()));
   }
   struct stat directory_status;
   if (::stat(directory_.c_str(), &directory_status) != 0) {
@@ -217,7 +220,8 @@ void staged_file::publish(bool sync) {
     const fs::path candidate = directory_ / (temporary_name_prefix(destination_) +
                                              std::to_string(::getpid()) + "-" + random_suffix());
     const std::string proc_path = "/proc/self/fd/" + std::to_string(fd_.get());
-    if (::linkat(AT_FDCWD, proc_path.c_str(), AT_FDCWD, candidate.c_str(), AT_SYMLINK_FOLLOW) != 0) {
+    if (::linkat(AT_FDCWD, proc_path.c_str(), AT_FDCWD, candidate.c_str(), AT_SYMLINK_FOLLOW) !=
+        0) {
       throw_errno("cannot create", candidate);
     }
     named_path_ = candidate;

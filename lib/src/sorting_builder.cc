@@ -26,15 +26,16 @@ void sorting_builder::add(std::string_view key, std::string_view value) {
   const std::uint32_t key_size = format::encoded_key_size(options_.keys, options_.key_size);
   const std::uint64_t position = entries_.size() + 1;
   if ((key_size != 0 && key.size() != key_size) || key.size() > format::max_key_length) {
-    throw error(errc::key_too_long, fmt::format("entry {}: key of {} bytes does not fit this file's keys",
-                                                position, key.size()));
+    throw error(errc::key_too_long,
+                fmt::format("entry {}: key of {} bytes does not fit this file's keys", position,
+                            key.size()));
   }
   if (value.size() > format::max_value_length) {
-    throw error(errc::value_too_long, fmt::format("entry {}: value of {} bytes is over the limit", position,
-                                                  value.size()));
+    throw error(errc::value_too_long, fmt::format("entry {}: value of {} bytes is over the limit",
+                                                  position, value.size()));
   }
-  entries_.push_back({arena_.size(), static_cast<std::uint32_t>(key.size()), arena_.size() + key.size(),
-                      value.size()});
+  entries_.push_back({arena_.size(), static_cast<std::uint32_t>(key.size()),
+                      arena_.size() + key.size(), value.size()});
   arena_.append(key);
   arena_.append(value);
 }
@@ -43,10 +44,11 @@ build_summary sorting_builder::finish() {
   if (done_) throw error(errc::invalid_argument, "finish() after finish() or abort()");
   done_ = true;
   const std::string_view arena = arena_;
-  auto key_of = [arena](const entry_ref& entry) { return arena.substr(entry.key_offset, entry.key_length); };
-  std::stable_sort(entries_.begin(), entries_.end(), [&](const entry_ref& a, const entry_ref& b) {
-    return key_of(a) < key_of(b);
-  });
+  auto key_of = [arena](const entry_ref& entry) {
+    return arena.substr(entry.key_offset, entry.key_length);
+  };
+  std::stable_sort(entries_.begin(), entries_.end(),
+                   [&](const entry_ref& a, const entry_ref& b) { return key_of(a) < key_of(b); });
   builder sink(destination_, options_);
   for (std::size_t i = 0; i < entries_.size(); ++i) {
     const entry_ref& entry = entries_[i];

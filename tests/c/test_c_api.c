@@ -11,19 +11,20 @@
 static int passed = 0;
 static int failed = 0;
 
-#define CHECK(condition)                                               \
-  do {                                                                 \
-    if (condition) {                                                   \
-      ++passed;                                                        \
-    } else {                                                           \
-      ++failed;                                                        \
+#define CHECK(condition)                                                      \
+  do {                                                                        \
+    if (condition) {                                                          \
+      ++passed;                                                               \
+    } else {                                                                  \
+      ++failed;                                                               \
       fprintf(stderr, "%s:%d: failed: %s\n", __FILE__, __LINE__, #condition); \
-    }                                                                  \
+    }                                                                         \
   } while (0)
 
 static uint64_t value_of(const bbtree_index* index, const char* key) {
   bbtree_bytes value = {0, 0};
-  if (bbtree_get(index, key, strlen(key), &value) != BBTREE_OK || value.size != 8) return UINT64_MAX;
+  if (bbtree_get(index, key, strlen(key), &value) != BBTREE_OK || value.size != 8)
+    return UINT64_MAX;
   return bbtree_u64_value(value.data);
 }
 

@@ -106,8 +106,10 @@ constexpr crc32c_shift_table make_crc32c_shift_table(std::size_t bytes) {
   return table;
 }
 
-inline constexpr crc32c_shift_table crc32c_shift_one_block = make_crc32c_shift_table(crc32c_stream_block);
-inline constexpr crc32c_shift_table crc32c_shift_two_blocks = make_crc32c_shift_table(2 * crc32c_stream_block);
+inline constexpr crc32c_shift_table crc32c_shift_one_block =
+    make_crc32c_shift_table(crc32c_stream_block);
+inline constexpr crc32c_shift_table crc32c_shift_two_blocks =
+    make_crc32c_shift_table(2 * crc32c_stream_block);
 
 inline std::uint32_t crc32c_shift(std::uint32_t crc, const crc32c_shift_table& table) noexcept {
   return table[0][crc & 0xFF] ^ table[1][(crc >> 8) & 0xFF] ^ table[2][(crc >> 16) & 0xFF] ^
@@ -159,7 +161,8 @@ inline bool crc32c_has_sse42() noexcept {
 
 // Extends a finished CRC32C value with more bytes: crc32c(a + b) ==
 // crc32c_extend(crc32c(a), b).
-inline std::uint32_t crc32c_extend(std::uint32_t crc, const void* data, std::size_t length) noexcept {
+inline std::uint32_t crc32c_extend(std::uint32_t crc, const void* data,
+                                   std::size_t length) noexcept {
   const auto* bytes = static_cast<const unsigned char*>(data);
   std::uint32_t state = ~crc;
 #if defined(__x86_64__)

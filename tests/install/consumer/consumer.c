@@ -8,7 +8,8 @@ int main(int argc, char** argv) {
   unsigned char key[8];
   bbtree_u64_key(12, key);
   bbtree_bytes value;
-  const int ok = bbtree_get(index, key, sizeof key, &value) == BBTREE_OK && bbtree_u64_value(value.data) == 144;
+  const int ok = bbtree_get(index, key, sizeof key, &value) == BBTREE_OK &&
+                 bbtree_u64_value(value.data) == 144;
   bbtree_close(index);
   printf("C: %s\n", ok ? "12 -> 144" : "wrong answer");
   return ok ? 0 : 1;

@@ -12,7 +12,8 @@ int main(int argc, char** argv) {
   options.values = bbtree::value_kind::u64;
   options.overwrite = true;
   bbtree::builder writer(argv[1], options);
-  for (std::uint64_t key = 0; key < 1000; ++key) writer.add(bbtree::u64_key(key), bbtree::u64_value(key * key));
+  for (std::uint64_t key = 0; key < 1000; ++key)
+    writer.add(bbtree::u64_key(key), bbtree::u64_value(key * key));
   writer.finish();
   const auto index = bbtree::typed_index<std::uint64_t, std::uint64_t>::open(argv[1]);
   const auto value = index.get(12);
