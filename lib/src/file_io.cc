@@ -27,6 +27,12 @@ void file_descriptor::reset() noexcept {
   fd_ = -1;
 }
 
+file_descriptor open_for_reading(const std::filesystem::path& path) {
+  file_descriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) throw_errno("cannot open", path);
+  return fd;
+}
+
 void write_all(int fd, const void* data, std::size_t length, const fs::path& path) {
   const auto* bytes = static_cast<const char*>(data);
   while (length > 0) {

@@ -45,6 +45,10 @@ class file_descriptor {
   int fd_ = -1;
 };
 
+// Opens `path` read-only (close-on-exec); throws error(io_error, "cannot
+// open <path>: ...").
+file_descriptor open_for_reading(const std::filesystem::path& path);
+
 // Writes all of `data` at the file's current position (or at `offset`).
 void write_all(int fd, const void* data, std::size_t length, const std::filesystem::path& path);
 void pwrite_all(int fd, const void* data, std::size_t length, std::uint64_t offset,

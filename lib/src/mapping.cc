@@ -12,7 +12,6 @@
 #include <boost/interprocess/file_mapping.hpp>
 #include <boost/interprocess/mapped_region.hpp>
 
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <atomic>
@@ -182,8 +181,7 @@ mapped_bytes map_file(const fs::path& path, std::uint64_t size, const open_optio
   result.size = size;
   if (options.memory == memory_mode::copy_huge_pages) {
     const std::size_t rounded = round_up_to_huge_pages(size);
-    file_descriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd.valid()) throw_errno("cannot open", path);
+    file_descriptor fd = open_for_reading(path);
     unsigned char* copy = read_into_huge_pages(fd.get(), path, size, rounded, nullptr);
     if (copy == nullptr) throw_errno("cannot allocate memory for", path);
     result.base = copy;
@@ -194,8 +192,7 @@ mapped_bytes map_file(const fs::path& path, std::uint64_t size, const open_optio
   }
   if (options.memory == memory_mode::map_then_copy_huge_pages) {
     const std::size_t rounded = round_up_to_huge_pages(size);
-    file_descriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd.valid()) throw_errno("cannot open", path);
+    file_descriptor fd = open_for_reading(path);
     unsigned char* base = reserve_aligned(rounded, PROT_NONE);
     if (base == nullptr) throw_errno("cannot reserve address space for", path);
     // Within the reservation, so that the copy can later replace exactly

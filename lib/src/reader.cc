@@ -9,9 +9,6 @@
 #include <fmt/format.h>
 
 #include <sys/stat.h>
-#include <algorithm>
-#include <cerrno>
-#include <cstring>
 
 namespace bbtree {
 
@@ -32,10 +29,7 @@ reader reader::open(const fs::path& path, const open_options& options) {
     throw error(errc::io_error, fmt::format("cannot open {}: Is a directory", name));
   }
   const auto size = static_cast<std::uint64_t>(status.st_size);
-  if (size == 0) {
-    static const unsigned char nothing = 0;
-    return reader(std::make_unique<reader_core>(name, &nothing, 0, nullptr));
-  }
+  if (size == 0) return from_memory({}, name);  // an empty file: not_bbtree, named
   detail::mapped_bytes bytes = detail::map_file(path, size, options);
   auto core = std::make_unique<reader_core>(name, bytes.base, size, std::move(bytes.holder));
   core->set_memory(options.memory, bytes.copy);

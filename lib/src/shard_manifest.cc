@@ -336,8 +336,7 @@ class manifest_parser {
 
 // Reads a whole file; the manifest is small, a shard line per file.
 std::string read_whole_file(const fs::path& path) {
-  file_descriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) throw_errno("cannot open", path);
+  file_descriptor fd = open_for_reading(path);
   struct stat status;
   if (::fstat(fd.get(), &status) != 0) throw_errno("cannot read", path);
   if (S_ISDIR(status.st_mode)) {

@@ -1230,8 +1230,7 @@ verify_report verify_bytes(std::span<const std::byte> bytes, std::string name,
 }
 
 verify_report verify_file(const std::filesystem::path& path, const verify_options& options) {
-  detail::file_descriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) detail::throw_errno("cannot open", path);
+  detail::file_descriptor fd = detail::open_for_reading(path);
   struct stat status;
   if (::fstat(fd.get(), &status) != 0) detail::throw_errno("cannot read", path);
   if (S_ISDIR(status.st_mode)) {
