@@ -306,6 +306,20 @@ int reader_core::compare_tied(const page_view& page, std::uint32_t index,
   const std::uint32_t width = page.inline_width;
   const std::uint64_t stored_length = key_suffix_length(page, index);
   if (stored_length > width && probe_suffix.size() > width) {
+    if (info_.keys == key_kind::bytes) {
+      // Every tie in a page of byte-string keys lands here, once or twice a
+      // level on path-like keys: a remainder in the page's heap is compared
+      // in place, and key_remainder's general checks are left to the rest.
+      const std::uint32_t reference =
+          load_le<std::uint32_t>(page.bytes + page.sections.key_data + index * slot_size + 4);
+      const std::uint64_t remainder = stored_length - width;
+      if ((reference & external_flag) == 0 && reference >= page.sections.heap &&
+          reference + remainder <= page.heap_end) {
+        return compare_keys({reinterpret_cast<const char*>(page.bytes + reference),
+                             static_cast<std::size_t>(remainder)},
+                            probe_suffix.substr(width));
+      }
+    }
     return compare_keys(key_remainder(page, index).bytes, probe_suffix.substr(width));
   }
   return (stored_length > probe_suffix.size()) - (stored_length < probe_suffix.size());
@@ -350,10 +364,16 @@ template <std::uint32_t Width, bool StrictlyGreater, inline_search Search>
     for (std::uint32_t end = block; end <= length; end += block)
       blocks_below += below(base + std::size_t{end - 1} * Width);
     const std::uint32_t start = blocks_below * block;
-    const std::uint32_t run = std::min(block, length - start);
     std::uint32_t index = low + start;
-    for (std::uint32_t i = start; i < start + run; ++i)
-      index += below(base + std::size_t{i} * Width);
+    if (start + block <= length) {
+      // The block holding the bound is whole, the common case: unrolled,
+      // its compares are independent of one another.
+      const unsigned char* block_keys = base + std::size_t{start} * Width;
+#pragma GCC unroll 32
+      for (std::uint32_t i = 0; i < block; ++i) index += below(block_keys + std::size_t{i} * Width);
+    } else {
+      for (std::uint32_t i = start; i < length; ++i) index += below(base + std::size_t{i} * Width);
+    }
     return index;
   } else {
     while (length > 1) {
@@ -478,8 +498,7 @@ std::uint32_t reader_core::count_below(const page_view& page, std::string_view p
   if (prefix_length > 0) {
     const std::size_t shared = std::min<std::size_t>(prefix_length, probe.size());
     // An empty probe may have no data at all: memcmp must not see its null pointer.
-    const int order =
-        shared == 0 ? 0 : std::memcmp(probe.data(), page.bytes + page.sections.prefix, shared);
+    const int order = compare_keys(probe.substr(0, shared), page.prefix().substr(0, shared));
     if (order < 0 || (order == 0 && probe.size() < prefix_length)) return 0;
     if (order > 0) return page.count;
   }

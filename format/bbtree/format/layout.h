@@ -274,24 +274,6 @@ constexpr page_sections compute_sections(page_kind kind, std::uint32_t count,
   return sections;
 }
 
-// The inline key of a key suffix: its first `width` bytes, zero-padded,
-// read big-endian.  Equal inline keys are a tie that only the full keys
-// resolve.
-inline std::uint64_t inline_key_of(const unsigned char* suffix, std::size_t suffix_length,
-                                   std::uint32_t width) noexcept {
-  unsigned char padded[8] = {};
-  const std::size_t copied = suffix_length < width ? suffix_length : width;
-  if (copied > 0) std::memcpy(padded, suffix, copied);
-  switch (width) {
-    case 2:
-      return load_be<std::uint16_t>(padded);
-    case 4:
-      return load_be<std::uint32_t>(padded);
-    default:
-      return load_be<std::uint64_t>(padded);
-  }
-}
-
 inline std::uint64_t load_inline_key(const unsigned char* array, std::size_t index,
                                      std::uint32_t width) noexcept {
   switch (width) {
@@ -302,6 +284,17 @@ inline std::uint64_t load_inline_key(const unsigned char* array, std::size_t ind
     default:
       return load_be<std::uint64_t>(array + index * 8);
   }
+}
+
+// The inline key of a key suffix: its first `width` bytes, zero-padded,
+// read big-endian.  Equal inline keys are a tie that only the full keys
+// resolve.
+inline std::uint64_t inline_key_of(const unsigned char* suffix, std::size_t suffix_length,
+                                   std::uint32_t width) noexcept {
+  if (suffix_length >= width) return load_inline_key(suffix, 0, width);
+  unsigned char padded[8] = {};
+  if (suffix_length > 0) std::memcpy(padded, suffix, suffix_length);
+  return load_inline_key(padded, 0, width);
 }
 
 inline void store_inline_key(unsigned char* array, std::size_t index, std::uint32_t width,
