@@ -460,13 +460,6 @@ template <bool OrEqual, inline_search Search = inline_search::two_level>
   }
 }
 
-std::uint32_t integer_count_below(const unsigned char* page_bytes, std::uint32_t prefix_length,
-                                  std::uint32_t width, std::uint32_t count, std::uint64_t word,
-                                  bool or_equal) {
-  return or_equal ? integer_search<true>(page_bytes, prefix_length, width, count, word).index
-                  : integer_search<false>(page_bytes, prefix_length, width, count, word).index;
-}
-
 }  // namespace
 
 namespace {
@@ -490,23 +483,30 @@ bool reader_core::integer_search_applies(const page_view& page, std::string_view
 
 std::uint32_t reader_core::count_below(const page_view& page, std::string_view probe,
                                        bool or_equal) const {
+  return or_equal ? bound_in_page<true>(page, probe).index
+                  : bound_in_page<false>(page, probe).index;
+}
+
+template <bool OrEqual>
+reader_core::page_bound reader_core::bound_in_page(const page_view& page,
+                                                   std::string_view probe) const {
   if (integer_search_applies(page, probe)) {
-    return integer_count_below(page.bytes, page.prefix_length, page.inline_width, page.count,
-                               integer_word(probe), or_equal);
+    const integer_position found = integer_search<OrEqual>(
+        page.bytes, page.prefix_length, page.inline_width, page.count, integer_word(probe));
+    return {found.index, found.equal};
   }
   const std::uint32_t prefix_length = page.prefix_length;
   if (prefix_length > 0) {
     const std::size_t shared = std::min<std::size_t>(prefix_length, probe.size());
-    // An empty probe may have no data at all: memcmp must not see its null pointer.
     const int order = compare_keys(probe.substr(0, shared), page.prefix().substr(0, shared));
-    if (order < 0 || (order == 0 && probe.size() < prefix_length)) return 0;
-    if (order > 0) return page.count;
+    if (order < 0 || (order == 0 && probe.size() < prefix_length)) return {0, false};
+    if (order > 0) return {page.count, false};
   }
   const std::string_view suffix = probe.substr(prefix_length);
   const std::uint64_t target = inline_key_of(reinterpret_cast<const unsigned char*>(suffix.data()),
                                              suffix.size(), page.inline_width);
   const std::uint32_t below = inline_bound_any<false>(page, 0, page.count, target);
-  if (below == page.count || page.inline_key(below) != target) return below;
+  if (below == page.count || page.inline_key(below) != target) return {below, false};
   // A tie: the full keys decide, within the run of equal inline keys.
   std::uint32_t tie_end = below + 1;
   if (tie_end < page.count && page.inline_key(tie_end) == target) {
@@ -514,16 +514,20 @@ std::uint32_t reader_core::count_below(const page_view& page, std::string_view p
   }
   std::uint32_t low = below;
   std::uint32_t high = tie_end;
+  bool equal = false;
   while (low < high) {
     const std::uint32_t middle = low + (high - low) / 2;
     const int order = compare_tied(page, middle, suffix);
-    if (order < 0 || (or_equal && order == 0)) {
+    if (order < 0 || (OrEqual && order == 0)) {
       low = middle + 1;
     } else {
+      // Keys are unique, so a key equal to the probe is the first key not
+      // below it: the bound this search ends at.
+      equal |= order == 0;
       high = middle;
     }
   }
-  return low;
+  return {low, !OrEqual && equal};
 }
 
 // Separators satisfy left < separator <= right, so descending by the number
@@ -647,25 +651,6 @@ std::uint32_t reader_core::inner_step(std::string_view key, std::uint32_t level,
   return static_cast<std::uint32_t>(child);
 }
 
-bool reader_core::key_equals(const page_view& page, std::uint32_t index,
-                             std::string_view key) const {
-  if (index < page.count && integer_search_applies(page, key)) {
-    std::uint64_t target;
-    return integer_target(page.bytes, page.prefix_length, page.inline_width, integer_word(key),
-                          target) == 0 &&
-           page.inline_key(index) == target;
-  }
-  if (index >= page.count || key.size() < page.prefix_length ||
-      (page.prefix_length > 0 &&
-       std::memcmp(key.data(), page.bytes + page.sections.prefix, page.prefix_length) != 0)) {
-    return false;
-  }
-  const std::string_view suffix = key.substr(page.prefix_length);
-  return inline_key_of(reinterpret_cast<const unsigned char*>(suffix.data()), suffix.size(),
-                       page.inline_width) == page.inline_key(index) &&
-         compare_tied(page, index, suffix) == 0;
-}
-
 reader_core::position reader_core::search(std::string_view key, bool or_equal) const {
   const std::uint32_t leaf_number = descend(key);
   const page_view leaf = page(leaf_number, 0);
@@ -724,9 +709,9 @@ reader_core::position reader_core::at_rank(std::uint64_t rank) const {
 
 std::optional<std::uint32_t> reader_core::find_in_leaf(const page_view& leaf,
                                                        std::string_view key) const {
-  const std::uint32_t index = count_below(leaf, key, false);
-  if (!key_equals(leaf, index, key)) return std::nullopt;
-  return index;
+  const page_bound bound = bound_in_page<false>(leaf, key);
+  if (!bound.equal) return std::nullopt;
+  return bound.index;
 }
 
 std::optional<std::string_view> reader_core::get_in_leaf(std::uint32_t leaf_number,
@@ -780,6 +765,9 @@ std::size_t reader_core::get_many(std::span<const std::string_view> keys,
       if (!integer[i] || !integer_leaf_get<true>(words[i], pages[i], value))
         value = get_in_leaf(pages[i], keys[start + i]);
       found += value.has_value();
+      // The caller reads the values next: a value in the blob region is
+      // one more miss, which overlaps with the rest of the batch this way.
+      if (value && !value->empty()) __builtin_prefetch(value->data());
     }
   }
   return found;

@@ -118,6 +118,14 @@ class reader_core {
   bool integer_search_applies(const page_view& page, std::string_view probe) const;
   // Number of keys of `page` that are < probe (or <= probe when or_equal).
   std::uint32_t count_below(const page_view& page, std::string_view probe, bool or_equal) const;
+  // count_below, and without OrEqual whether the key at that index equals
+  // the probe, found by the same compares (lib/src/reader_core.cc only).
+  struct page_bound {
+    std::uint32_t index;
+    bool equal;
+  };
+  template <bool OrEqual>
+  page_bound bound_in_page(const page_view& page, std::string_view probe) const;
   // Compares key `index` of `page` with a probe known to share the page's
   // prefix and whose inline key ties with it.
   int compare_tied(const page_view& page, std::uint32_t index, std::string_view probe_suffix) const;
@@ -169,8 +177,6 @@ class reader_core {
            key.size() == info_.key_size;
   }
   std::uint64_t integer_word(std::string_view key) const noexcept;
-  // Whether entry `index` of `page` equals `key`.
-  bool key_equals(const page_view& page, std::uint32_t index, std::string_view key) const;
   position end_position() const noexcept { return {end_leaf(), 0}; }
   // Moves a (leaf, index) that may point one past a leaf's last entry to
   // the next entry, skipping empty leaves.
