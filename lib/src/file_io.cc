@@ -1,4 +1,5 @@
 #include "file_io.h"
+#include "code_layout.h"
 
 #include <fmt/format.h>
 
@@ -27,7 +28,7 @@ void file_descriptor::reset() noexcept {
   fd_ = -1;
 }
 
-file_descriptor open_for_reading(const std::filesystem::path& path) {
+BBTREE_FIRST_ANSWER file_descriptor open_for_reading(const std::filesystem::path& path) {
   file_descriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) throw_errno("cannot open", path);
   return fd;

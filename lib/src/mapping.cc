@@ -6,6 +6,7 @@
 // that points into the bytes, such as a cursor's leaf, has to change.
 #include "mapping.h"
 
+#include "code_layout.h"
 #include "file_io.h"
 
 #include <fmt/format.h>
@@ -51,8 +52,8 @@ unsigned char* reserve_aligned(std::size_t length, int protection) {
   return aligned;
 }
 
-void apply_advice(void* address, std::size_t length, const open_options& options,
-                  bool file_backed) {
+BBTREE_FIRST_ANSWER void apply_advice(void* address, std::size_t length,
+                                      const open_options& options, bool file_backed) {
   if (length == 0) return;
   if (options.memory == memory_mode::map_huge_pages && file_backed) {
     ::madvise(address, length, MADV_HUGEPAGE);  // advisory: failure leaves normal pages
@@ -175,7 +176,21 @@ class background_copy {
 void start_background_copy(background_copy& copy) { copy.start(); }
 bool wait_for_background_copy(background_copy& copy) { return copy.wait(); }
 
-mapped_bytes map_file(const fs::path& path, std::uint64_t size, const open_options& options) {
+namespace {
+
+// Boost's mapped_region constructor is a template that the compiler keeps
+// out of line, among the library's other instantiations: flattened into
+// this hot function, it joins the open path's code (code_layout.h).
+BBTREE_FIRST_ANSWER [[gnu::flatten]] std::shared_ptr<bip::mapped_region> map_region(
+    const fs::path& path, std::uint64_t size) {
+  bip::file_mapping mapping(path.c_str(), bip::read_only);
+  return std::make_shared<bip::mapped_region>(mapping, bip::read_only, 0, size);
+}
+
+}  // namespace
+
+BBTREE_FIRST_ANSWER mapped_bytes map_file(const fs::path& path, std::uint64_t size,
+                                          const open_options& options) {
   const std::string name = path.string();
   mapped_bytes result;
   result.size = size;
@@ -213,8 +228,7 @@ mapped_bytes map_file(const fs::path& path, std::uint64_t size, const open_optio
   }
   std::shared_ptr<bip::mapped_region> region;
   try {
-    bip::file_mapping mapping(path.c_str(), bip::read_only);
-    region = std::make_shared<bip::mapped_region>(mapping, bip::read_only, 0, size);
+    region = map_region(path, size);
   } catch (const bip::interprocess_exception& failure) {
     throw error(errc::io_error, fmt::format("cannot map {}: {}", name, failure.what()));
   }

@@ -3,6 +3,7 @@
 #include <bbtree/detail/reader_core.h>
 #include <bbtree/reader.h>
 
+#include "code_layout.h"
 #include "file_io.h"
 #include "mapping.h"
 
@@ -16,12 +17,12 @@ namespace fs = std::filesystem;
 using detail::page_view;
 using detail::reader_core;
 
-reader::reader(std::unique_ptr<reader_core> core) : core_(std::move(core)) {}
-reader::reader(reader&&) noexcept = default;
+BBTREE_FIRST_ANSWER reader::reader(std::unique_ptr<reader_core> core) : core_(std::move(core)) {}
+BBTREE_FIRST_ANSWER reader::reader(reader&&) noexcept = default;
 reader& reader::operator=(reader&&) noexcept = default;
-reader::~reader() = default;
+BBTREE_FIRST_ANSWER reader::~reader() = default;
 
-reader reader::open(const fs::path& path, const open_options& options) {
+BBTREE_FIRST_ANSWER reader reader::open(const fs::path& path, const open_options& options) {
   const std::string name = path.string();
   struct stat status;
   if (::stat(path.c_str(), &status) != 0) detail::throw_errno("cannot open", path);
@@ -114,7 +115,9 @@ std::optional<entry> reader::last() const {
   return entry{std::string(last.key()), last.value()};
 }
 
-std::optional<std::string_view> reader::get(std::string_view key) const { return core_->get(key); }
+BBTREE_FIRST_ANSWER std::optional<std::string_view> reader::get(std::string_view key) const {
+  return core_->get(key);
+}
 
 cursor reader::find(std::string_view key) const {
   const std::uint32_t leaf_number = core_->descend(key);

@@ -2,6 +2,7 @@
 // one page.  See spec/FORMAT.md, "Reading".
 #include <bbtree/detail/reader_core.h>
 
+#include "code_layout.h"
 #include "key_compare.h"
 
 #include <fmt/format.h>
@@ -41,8 +42,8 @@ namespace header = format::header;
 namespace page = format::page;
 namespace build_flag = format::build_flag;
 
-reader_core::reader_core(std::string name, const unsigned char* base, std::uint64_t size,
-                         keeper holder)
+BBTREE_FIRST_ANSWER reader_core::reader_core(std::string name, const unsigned char* base,
+                                             std::uint64_t size, keeper holder)
     : name_(std::move(name)), base_(base), size_(size), holder_(std::move(holder)) {
   validate_header();
 }
@@ -52,7 +53,7 @@ void reader_core::corrupt(std::uint32_t page_number, std::string_view what) cons
                                          std::uint64_t{page_number} * info_.page_size, what));
 }
 
-void reader_core::validate_header() {
+BBTREE_FIRST_ANSWER void reader_core::validate_header() {
   auto fail = [this](errc code, std::string_view what) {
     throw error(code, fmt::format("{}: {}", name_, what));
   };
@@ -263,7 +264,8 @@ item_view reader_core::key_remainder(const page_view& page, std::uint32_t index)
   return resolve_item(*this, page, load_le<std::uint32_t>(slot + 4), remainder);
 }
 
-item_view reader_core::value_item(const page_view& leaf, std::uint32_t index) const {
+BBTREE_FIRST_ANSWER item_view reader_core::value_item(const page_view& leaf,
+                                                      std::uint32_t index) const {
   const unsigned char* values = leaf.bytes + leaf.sections.values;
   item_view item;
   switch (info_.values) {
@@ -283,7 +285,8 @@ item_view reader_core::value_item(const page_view& leaf, std::uint32_t index) co
   return item;
 }
 
-std::string_view reader_core::value(const page_view& leaf, std::uint32_t index) const {
+BBTREE_FIRST_ANSWER std::string_view reader_core::value(const page_view& leaf,
+                                                        std::uint32_t index) const {
   return value_item(leaf, index).bytes;
 }
 
@@ -301,8 +304,8 @@ void reader_core::append_key(const page_view& page, std::uint32_t index, std::st
   if (suffix_length > page.inline_width) out.append(key_remainder(page, index).bytes);
 }
 
-int reader_core::compare_tied(const page_view& page, std::uint32_t index,
-                              std::string_view probe_suffix) const {
+BBTREE_FIRST_ANSWER int reader_core::compare_tied(const page_view& page, std::uint32_t index,
+                                                  std::string_view probe_suffix) const {
   const std::uint32_t width = page.inline_width;
   const std::uint64_t stored_length = key_suffix_length(page, index);
   if (stored_length > width && probe_suffix.size() > width) {
@@ -488,8 +491,8 @@ std::uint32_t reader_core::count_below(const page_view& page, std::string_view p
 }
 
 template <bool OrEqual>
-reader_core::page_bound reader_core::bound_in_page(const page_view& page,
-                                                   std::string_view probe) const {
+BBTREE_FIRST_ANSWER reader_core::page_bound reader_core::bound_in_page(
+    const page_view& page, std::string_view probe) const {
   if (integer_search_applies(page, probe)) {
     const integer_position found = integer_search<OrEqual>(
         page.bytes, page.prefix_length, page.inline_width, page.count, integer_word(probe));
@@ -533,7 +536,7 @@ reader_core::page_bound reader_core::bound_in_page(const page_view& page,
 // Separators satisfy left < separator <= right, so descending by the number
 // of separators <= key reaches the one leaf that can hold key, and the leaf
 // from which both bounds of key start.
-std::uint32_t reader_core::descend(std::string_view key) const {
+BBTREE_FIRST_ANSWER std::uint32_t reader_core::descend(std::string_view key) const {
   std::uint32_t number = info_.root_page;
   std::uint32_t level = info_.height - 1;
   if (integer_probe(key)) {
@@ -626,7 +629,8 @@ bool reader_core::integer_leaf_get(std::uint64_t word, std::uint32_t number,
   return true;
 }
 
-bool reader_core::integer_get(std::uint64_t word, std::optional<std::string_view>& value) const {
+BBTREE_FIRST_ANSWER bool reader_core::integer_get(std::uint64_t word,
+                                                  std::optional<std::string_view>& value) const {
   std::uint32_t number = info_.root_page;
   for (std::uint32_t level = info_.height - 1; level > 0; --level) {
     if (!integer_step<false>(word, level, number)) [[unlikely]]
@@ -636,12 +640,12 @@ bool reader_core::integer_get(std::uint64_t word, std::optional<std::string_view
   return integer_leaf_get<false>(word, number, value);
 }
 
-std::uint64_t reader_core::integer_word(std::string_view key) const noexcept {
+BBTREE_FIRST_ANSWER std::uint64_t reader_core::integer_word(std::string_view key) const noexcept {
   return padded_word(key.data(), key.size());
 }
 
-std::uint32_t reader_core::inner_step(std::string_view key, std::uint32_t level,
-                                      std::uint32_t number) const {
+BBTREE_FIRST_ANSWER std::uint32_t reader_core::inner_step(std::string_view key, std::uint32_t level,
+                                                          std::uint32_t number) const {
   const page_view inner = page(number, static_cast<int>(level));
   const std::uint64_t child = std::uint64_t{level_first_page_[level - 1]} + inner.header_word +
                               count_below(inner, key, true);
@@ -707,22 +711,22 @@ reader_core::position reader_core::at_rank(std::uint64_t rank) const {
   return normalize(low, static_cast<std::uint32_t>(std::min<std::uint64_t>(index, 0xFFFFFFFFu)));
 }
 
-std::optional<std::uint32_t> reader_core::find_in_leaf(const page_view& leaf,
-                                                       std::string_view key) const {
+BBTREE_FIRST_ANSWER std::optional<std::uint32_t> reader_core::find_in_leaf(
+    const page_view& leaf, std::string_view key) const {
   const page_bound bound = bound_in_page<false>(leaf, key);
   if (!bound.equal) return std::nullopt;
   return bound.index;
 }
 
-std::optional<std::string_view> reader_core::get_in_leaf(std::uint32_t leaf_number,
-                                                         std::string_view key) const {
+BBTREE_FIRST_ANSWER std::optional<std::string_view> reader_core::get_in_leaf(
+    std::uint32_t leaf_number, std::string_view key) const {
   const page_view leaf = page(leaf_number, 0);
   const std::optional<std::uint32_t> index = find_in_leaf(leaf, key);
   if (!index) return std::nullopt;
   return value(leaf, *index);
 }
 
-std::optional<std::string_view> reader_core::get(std::string_view key) const {
+BBTREE_FIRST_ANSWER std::optional<std::string_view> reader_core::get(std::string_view key) const {
   if (integer_probe(key)) {
     std::optional<std::string_view> found;
     if (integer_get(integer_word(key), found)) return found;
