@@ -364,6 +364,7 @@ template <std::uint32_t Width, bool StrictlyGreater, inline_search Search>
     constexpr std::uint32_t block = 64 / Width;
     // Keys are sorted, so the blocks whose last key is below come first.
     std::uint32_t blocks_below = 0;
+#pragma GCC unroll 4
     for (std::uint32_t end = block; end <= length; end += block)
       blocks_below += below(base + std::size_t{end - 1} * Width);
     const std::uint32_t start = blocks_below * block;
