@@ -659,7 +659,11 @@ BBTREE_FIRST_ANSWER std::uint32_t reader_core::inner_step(std::string_view key, 
 reader_core::position reader_core::search(std::string_view key, bool or_equal) const {
   const std::uint32_t leaf_number = descend(key);
   const page_view leaf = page(leaf_number, 0);
-  return normalize(leaf_number, count_below(leaf, key, or_equal));
+  const std::uint32_t index = count_below(leaf, key, or_equal);
+  // The bound is in this leaf but after its last key: the next entry.
+  // (normalize would decode this leaf again to learn so.)
+  if (index < leaf.count) return {leaf_number, index};
+  return normalize(leaf_number + 1, 0);
 }
 
 reader_core::position reader_core::normalize(std::uint32_t leaf, std::uint32_t index) const {
