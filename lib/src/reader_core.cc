@@ -410,8 +410,9 @@ template <bool StrictlyGreater, inline_search Search = inline_search::two_level>
 }
 
 template <bool StrictlyGreater>
-std::uint32_t inline_bound_any(const page_view& page, std::uint32_t low, std::uint32_t high,
-                               std::uint64_t target) {
+[[gnu::always_inline]] inline std::uint32_t inline_bound_any(const page_view& page,
+                                                             std::uint32_t low, std::uint32_t high,
+                                                             std::uint64_t target) {
   return inline_bound_any<StrictlyGreater>(page.bytes + page.sections.inline_keys,
                                            page.inline_width, low, high, target);
 }
@@ -649,7 +650,7 @@ BBTREE_FIRST_ANSWER std::uint32_t reader_core::inner_step(std::string_view key, 
                                                           std::uint32_t number) const {
   const page_view inner = page(number, static_cast<int>(level));
   const std::uint64_t child = std::uint64_t{level_first_page_[level - 1]} + inner.header_word +
-                              count_below(inner, key, true);
+                              bound_in_page<true>(inner, key).index;
   if (child >= level_end_page(level - 1)) {
     corrupt(number, fmt::format("child page {} outside level {}", child, level - 1));
   }
