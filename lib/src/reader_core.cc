@@ -48,6 +48,11 @@ BBTREE_FIRST_ANSWER reader_core::reader_core(std::string name, const unsigned ch
   validate_header();
 }
 
+void reader_core::child_outside_level(std::uint32_t page_number, std::uint64_t child,
+                                      std::uint32_t level) const {
+  corrupt(page_number, fmt::format("child page {} outside level {}", child, level));
+}
+
 void reader_core::corrupt(std::uint32_t page_number, std::string_view what) const {
   throw error(errc::corrupt, fmt::format("{}: page {} (offset {}): {}", name_, page_number,
                                          std::uint64_t{page_number} * info_.page_size, what));
@@ -535,6 +540,16 @@ BBTREE_FIRST_ANSWER reader_core::page_bound reader_core::bound_in_page(
   return {low, !OrEqual && equal};
 }
 
+std::uint32_t reader_core::inner_step(std::string_view key, std::uint32_t level,
+                                      std::uint32_t number) const {
+  const page_view inner = page(number, static_cast<int>(level));
+  const std::uint64_t child = std::uint64_t{level_first_page_[level - 1]} + inner.header_word +
+                              bound_in_page<true>(inner, key).index;
+  if (child >= level_end_page(level - 1)) [[unlikely]]
+    child_outside_level(number, child, level - 1);
+  return static_cast<std::uint32_t>(child);
+}
+
 // Separators satisfy left < separator <= right, so descending by the number
 // of separators <= key reaches the one leaf that can hold key, and the leaf
 // from which both bounds of key start.
@@ -596,7 +611,7 @@ bool reader_core::integer_step(std::uint64_t word, std::uint32_t level,
       load_le<std::uint32_t>(p + page::first_child_offset) +
       integer_search<true, search>(p, layout.prefix_length, layout.width, layout.count, word).index;
   if (child >= level_end_page(level - 1)) [[unlikely]] {
-    corrupt(number, fmt::format("child page {} outside level {}", child, level - 1));
+    child_outside_level(number, child, level - 1);
   }
   number = static_cast<std::uint32_t>(child);
   return true;
@@ -644,17 +659,6 @@ BBTREE_FIRST_ANSWER bool reader_core::integer_get(std::uint64_t word,
 
 BBTREE_FIRST_ANSWER std::uint64_t reader_core::integer_word(std::string_view key) const noexcept {
   return padded_word(key.data(), key.size());
-}
-
-BBTREE_FIRST_ANSWER std::uint32_t reader_core::inner_step(std::string_view key, std::uint32_t level,
-                                                          std::uint32_t number) const {
-  const page_view inner = page(number, static_cast<int>(level));
-  const std::uint64_t child = std::uint64_t{level_first_page_[level - 1]} + inner.header_word +
-                              bound_in_page<true>(inner, key).index;
-  if (child >= level_end_page(level - 1)) {
-    corrupt(number, fmt::format("child page {} outside level {}", child, level - 1));
-  }
-  return static_cast<std::uint32_t>(child);
 }
 
 reader_core::position reader_core::search(std::string_view key, bool or_equal) const {

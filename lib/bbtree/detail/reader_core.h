@@ -149,8 +149,10 @@ class reader_core {
                        std::span<std::optional<std::string_view>> out) const;
   // The leaf holding `key` if the index has it: the page and the entry.
   std::uint32_t descend(std::string_view key) const;
-  // The child of inner page `number` at `level` that leads to `key`.
-  std::uint32_t inner_step(std::string_view key, std::uint32_t level, std::uint32_t number) const;
+  // The child of inner page `number` at `level` that leads to `key`
+  // (inlined into descend and get_many: lib/src/reader_core.cc only).
+  [[gnu::always_inline]] inline std::uint32_t inner_step(std::string_view key, std::uint32_t level,
+                                                         std::uint32_t number) const;
   // The lookup of an integer probe (integer_probe() true) on raw page
   // bytes, with only the checks that keep reads inside the page.  Returns
   // false where the general path must take over: a page whose keys have
@@ -210,6 +212,11 @@ class reader_core {
                                                             int expected_level) const;
   [[noreturn, gnu::cold, gnu::noinline]] void corrupt(std::uint32_t page_number,
                                                       std::string_view what) const;
+  // An inner page whose search led past its level: out of the lookup's
+  // code, so that an inner step keeps no formatting inline.
+  [[noreturn, gnu::cold, gnu::noinline]] void child_outside_level(std::uint32_t page_number,
+                                                                  std::uint64_t child,
+                                                                  std::uint32_t level) const;
 
  private:
   void validate_header();
