@@ -2,8 +2,8 @@
 // their definitions in spec/FORMAT.md: bytewise order, the shorter first on
 // a shared prefix (section 3), and the first `width` suffix bytes
 // zero-padded, big-endian (section 8.2).  The lengths cross every path of
-// compare_keys (under 8, 8 to 64, over 64) and the pairs share long
-// prefixes, as path-like keys do.
+// compare_keys and common_prefix_length (under 8, multiples of 8 and not),
+// and the pairs share long prefixes, as path-like keys do.
 #include "../lib/src/key_compare.h"
 
 #include <bbtree/format/layout.h>
@@ -31,7 +31,8 @@ std::string random_bytes(std::mt19937_64& random, std::size_t length) {
 
 }  // namespace
 
-TEST_CASE("compare_keys is memcmp order, then the shorter first", "[key_compare]") {
+TEST_CASE("compare_keys is memcmp order, then the shorter first; common prefixes",
+          "[key_compare]") {
   std::mt19937_64 random(11);
   for (int round = 0; round < 200000; ++round) {
     const std::string base = random_bytes(random, random() % 130);
@@ -43,6 +44,9 @@ TEST_CASE("compare_keys is memcmp order, then the shorter first", "[key_compare]
     INFO("lengths " << a.size() << " and " << b.size());
     REQUIRE(bbtree::detail::compare_keys(a, b) == reference_order(a, b));
     REQUIRE(bbtree::detail::compare_keys(b, a) == reference_order(b, a));
+    std::size_t shared = 0;
+    while (shared < a.size() && shared < b.size() && a[shared] == b[shared]) ++shared;
+    REQUIRE(bbtree::detail::common_prefix_length(a, b) == shared);
   }
   REQUIRE(bbtree::detail::compare_keys({}, {}) == 0);
   REQUIRE(bbtree::detail::compare_keys(std::string("\xFF", 1), std::string("\x00\x00", 2)) == 1);

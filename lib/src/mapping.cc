@@ -191,7 +191,6 @@ BBTREE_FIRST_ANSWER [[gnu::flatten]] std::shared_ptr<bip::mapped_region> map_reg
 
 BBTREE_FIRST_ANSWER mapped_bytes map_file(const fs::path& path, std::uint64_t size,
                                           const open_options& options) {
-  const std::string name = path.string();
   mapped_bytes result;
   result.size = size;
   if (options.memory == memory_mode::copy_huge_pages) {
@@ -230,7 +229,7 @@ BBTREE_FIRST_ANSWER mapped_bytes map_file(const fs::path& path, std::uint64_t si
   try {
     region = map_region(path, size);
   } catch (const bip::interprocess_exception& failure) {
-    throw error(errc::io_error, fmt::format("cannot map {}: {}", name, failure.what()));
+    throw error(errc::io_error, fmt::format("cannot map {}: {}", path.string(), failure.what()));
   }
   apply_advice(region->get_address(), region->get_size(), options, true);
   result.base = static_cast<const unsigned char*>(region->get_address());

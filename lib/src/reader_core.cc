@@ -211,35 +211,40 @@ void reader_core::diagnose_page(const page_view& view, int expected_level) const
 
 namespace {
 
-item_view resolve_item(const reader_core& core, const page_view& page, std::uint32_t reference,
-                       std::uint64_t length) {
-  item_view item;
-  if (length == 0) return item;
-  const std::uint32_t offset = reference & ~external_flag;
-  if (reference & external_flag) {
-    if (offset < page.sections.heap ||
-        std::uint64_t{offset} + external_record_size > page.heap_end) {
-      core.corrupt(page.number,
-                   fmt::format("external record at offset {} outside the heap", offset));
-    }
-    item.external = true;
-    item.blob_offset = load_le<std::uint64_t>(page.bytes + offset);
-    item.stored_checksum = load_le<std::uint32_t>(page.bytes + offset + 8);
-    const file_info& info = core.info();
-    if (item.blob_offset > info.blob_length || length > info.blob_length - item.blob_offset) {
-      core.corrupt(
-          page.number,
-          fmt::format("external item of {} bytes at blob offset {} outside the blob region", length,
-                      item.blob_offset));
-    }
-    item.bytes = {reinterpret_cast<const char*>(core.base() + info.blob_offset + item.blob_offset),
-                  static_cast<std::size_t>(length)};
-    return item;
+// An item in the blob region, through its external record in the heap.
+[[gnu::noinline]] item_view resolve_external(const reader_core& core, const page_view& page,
+                                             std::uint32_t offset, std::uint64_t length) {
+  if (offset < page.sections.heap || std::uint64_t{offset} + external_record_size > page.heap_end) {
+    core.corrupt(page.number, fmt::format("external record at offset {} outside the heap", offset));
   }
-  if (offset < page.sections.heap || offset + length > page.heap_end) {
+  item_view item;
+  item.external = true;
+  item.blob_offset = load_le<std::uint64_t>(page.bytes + offset);
+  item.stored_checksum = load_le<std::uint32_t>(page.bytes + offset + 8);
+  const file_info& info = core.info();
+  if (item.blob_offset > info.blob_length || length > info.blob_length - item.blob_offset) {
+    core.corrupt(page.number,
+                 fmt::format("external item of {} bytes at blob offset {} outside the blob region",
+                             length, item.blob_offset));
+  }
+  item.bytes = {reinterpret_cast<const char*>(core.base() + info.blob_offset + item.blob_offset),
+                static_cast<std::size_t>(length)};
+  return item;
+}
+
+// An item in the page's heap, the common case (every tie on path-like keys
+// reads one): inline, with the blob's case out of line.
+[[gnu::always_inline]] inline item_view resolve_item(const reader_core& core, const page_view& page,
+                                                     std::uint32_t reference,
+                                                     std::uint64_t length) {
+  if (length == 0) return {};
+  const std::uint32_t offset = reference & ~external_flag;
+  if (reference & external_flag) return resolve_external(core, page, offset, length);
+  if (offset < page.sections.heap || offset + length > page.heap_end) [[unlikely]] {
     core.corrupt(page.number,
                  fmt::format("item of {} bytes at offset {} outside the heap", length, offset));
   }
+  item_view item;
   item.bytes = {reinterpret_cast<const char*>(page.bytes + offset),
                 static_cast<std::size_t>(length)};
   return item;
@@ -252,8 +257,18 @@ std::uint32_t reader_core::key_suffix_length(const page_view& page, std::uint32_
   return load_le<std::uint32_t>(page.bytes + page.sections.key_data + index * slot_size);
 }
 
-item_view reader_core::key_remainder(const page_view& page, std::uint32_t index) const {
-  if (info_.keys != key_kind::bytes) {
+namespace {
+
+[[noreturn, gnu::cold, gnu::noinline]] void key_too_long(const reader_core& core,
+                                                         const page_view& page, std::uint32_t index,
+                                                         std::uint32_t length) {
+  core.corrupt(page.number, fmt::format("key {} is {} bytes long", index, length));
+}
+
+// key_remainder, inline for the tie compares of this file's searches.
+[[gnu::always_inline]] inline item_view remainder_of(const reader_core& core, const page_view& page,
+                                                     std::uint32_t index) {
+  if (core.info().keys != key_kind::bytes) {
     item_view item;
     item.bytes = {reinterpret_cast<const char*>(page.bytes + page.sections.key_data +
                                                 index * page.sections.tail_width),
@@ -262,11 +277,17 @@ item_view reader_core::key_remainder(const page_view& page, std::uint32_t index)
   }
   const unsigned char* slot = page.bytes + page.sections.key_data + index * slot_size;
   const std::uint32_t suffix_length = load_le<std::uint32_t>(slot);
-  if (suffix_length > max_key_length)
-    corrupt(page.number, fmt::format("key {} is {} bytes long", index, suffix_length));
+  if (suffix_length > max_key_length) [[unlikely]]
+    key_too_long(core, page, index, suffix_length);
   const std::uint32_t remainder =
       suffix_length > page.inline_width ? suffix_length - page.inline_width : 0;
-  return resolve_item(*this, page, load_le<std::uint32_t>(slot + 4), remainder);
+  return resolve_item(core, page, load_le<std::uint32_t>(slot + 4), remainder);
+}
+
+}  // namespace
+
+item_view reader_core::key_remainder(const page_view& page, std::uint32_t index) const {
+  return remainder_of(*this, page, index);
 }
 
 BBTREE_FIRST_ANSWER item_view reader_core::value_item(const page_view& leaf,
@@ -314,21 +335,7 @@ BBTREE_FIRST_ANSWER int reader_core::compare_tied(const page_view& page, std::ui
   const std::uint32_t width = page.inline_width;
   const std::uint64_t stored_length = key_suffix_length(page, index);
   if (stored_length > width && probe_suffix.size() > width) {
-    if (info_.keys == key_kind::bytes) {
-      // Every tie in a page of byte-string keys lands here, once or twice a
-      // level on path-like keys: a remainder in the page's heap is compared
-      // in place, and key_remainder's general checks are left to the rest.
-      const std::uint32_t reference =
-          load_le<std::uint32_t>(page.bytes + page.sections.key_data + index * slot_size + 4);
-      const std::uint64_t remainder = stored_length - width;
-      if ((reference & external_flag) == 0 && reference >= page.sections.heap &&
-          reference + remainder <= page.heap_end) {
-        return compare_keys({reinterpret_cast<const char*>(page.bytes + reference),
-                             static_cast<std::size_t>(remainder)},
-                            probe_suffix.substr(width));
-      }
-    }
-    return compare_keys(key_remainder(page, index).bytes, probe_suffix.substr(width));
+    return compare_keys(remainder_of(*this, page, index).bytes, probe_suffix.substr(width));
   }
   return (stored_length > probe_suffix.size()) - (stored_length < probe_suffix.size());
 }
