@@ -115,7 +115,11 @@ class reader_core {
   void append_key(const page_view& page, std::uint32_t index, std::string& out) const;
 
   // Whether `probe` can be searched in `page` as a big-endian integer.
-  bool integer_search_applies(const page_view& page, std::string_view probe) const;
+  // The inline key then holds the whole suffix, so inline order is key
+  // order and no tie needs the full key.
+  bool integer_search_applies(const page_view& page, std::string_view probe) const {
+    return integer_probe(probe) && page.sections.tail_width == 0;
+  }
   // Number of keys of `page` that are < probe (or <= probe when or_equal).
   std::uint32_t count_below(const page_view& page, std::string_view probe, bool or_equal) const;
   // count_below, and without OrEqual whether the key at that index equals
@@ -126,9 +130,6 @@ class reader_core {
   };
   template <bool OrEqual>
   page_bound bound_in_page(const page_view& page, std::string_view probe) const;
-  // Compares key `index` of `page` with a probe known to share the page's
-  // prefix and whose inline key ties with it.
-  int compare_tied(const page_view& page, std::uint32_t index, std::string_view probe_suffix) const;
 
   // The leaf position of the first entry >= key (or > key when or_equal),
   // normalized so that index < count, or the end position.
