@@ -15,6 +15,7 @@
 
 #include <sys/mman.h>
 #include <unistd.h>
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
@@ -178,13 +179,23 @@ bool wait_for_background_copy(background_copy& copy) { return copy.wait(); }
 
 namespace {
 
+// Reads the header through `fd` into result.header; on a short read the
+// reader checks the header in the mapping instead.
+BBTREE_FIRST_ANSWER void read_header(int fd, std::uint64_t size, mapped_bytes& result) {
+  const std::size_t wanted =
+      static_cast<std::size_t>(std::min<std::uint64_t>(size, format::header_size));
+  result.header_read = ::pread(fd, result.header.data(), wanted, 0) == static_cast<ssize_t>(wanted);
+}
+
 // Boost's mapped_region constructor is a template that the compiler keeps
 // out of line, among the library's other instantiations: flattened into
 // this hot function, it joins the open path's code (code_layout.h).
 BBTREE_FIRST_ANSWER [[gnu::flatten]] std::shared_ptr<bip::mapped_region> map_region(
-    const fs::path& path, std::uint64_t size) {
+    const fs::path& path, std::uint64_t size, mapped_bytes& result) {
   bip::file_mapping mapping(path.c_str(), bip::read_only);
-  return std::make_shared<bip::mapped_region>(mapping, bip::read_only, 0, size);
+  auto region = std::make_shared<bip::mapped_region>(mapping, bip::read_only, 0, size);
+  read_header(mapping.get_mapping_handle().handle, size, result);
+  return region;
 }
 
 }  // namespace
@@ -218,6 +229,7 @@ BBTREE_FIRST_ANSWER mapped_bytes map_file(const fs::path& path, std::uint64_t si
       errno = saved;
       throw_errno("cannot map", path);
     }
+    read_header(fd.get(), size, result);
     auto copy = std::make_shared<background_copy>(path, size, std::move(fd), base, rounded);
     apply_advice(base, size, options, true);
     result.base = base;
@@ -227,7 +239,7 @@ BBTREE_FIRST_ANSWER mapped_bytes map_file(const fs::path& path, std::uint64_t si
   }
   std::shared_ptr<bip::mapped_region> region;
   try {
-    region = map_region(path, size);
+    region = map_region(path, size, result);
   } catch (const bip::interprocess_exception& failure) {
     throw error(errc::io_error, fmt::format("cannot map {}: {}", path.string(), failure.what()));
   }

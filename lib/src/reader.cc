@@ -32,7 +32,8 @@ BBTREE_FIRST_ANSWER reader reader::open(const fs::path& path, const open_options
   const auto size = static_cast<std::uint64_t>(status.st_size);
   if (size == 0) return from_memory({}, name);  // an empty file: not_bbtree, named
   detail::mapped_bytes bytes = detail::map_file(path, size, options);
-  auto core = std::make_unique<reader_core>(name, bytes.base, size, std::move(bytes.holder));
+  auto core = std::make_unique<reader_core>(name, bytes.base, size, std::move(bytes.holder),
+                                            bytes.header_read ? bytes.header.data() : nullptr);
   core->set_memory(options.memory, bytes.copy);
   // Started only now that the header has checked: a file that fails to
   // open costs no copy.

@@ -43,9 +43,10 @@ namespace page = format::page;
 namespace build_flag = format::build_flag;
 
 BBTREE_FIRST_ANSWER reader_core::reader_core(std::string name, const unsigned char* base,
-                                             std::uint64_t size, keeper holder)
+                                             std::uint64_t size, keeper holder,
+                                             const unsigned char* header_copy)
     : name_(std::move(name)), base_(base), size_(size), holder_(std::move(holder)) {
-  validate_header();
+  validate_header(header_copy != nullptr ? header_copy : base);
 }
 
 void reader_core::child_outside_level(std::uint32_t page_number, std::uint64_t child,
@@ -58,12 +59,12 @@ void reader_core::corrupt(std::uint32_t page_number, std::string_view what) cons
                                          std::uint64_t{page_number} * info_.page_size, what));
 }
 
-BBTREE_FIRST_ANSWER void reader_core::validate_header() {
+BBTREE_FIRST_ANSWER void reader_core::validate_header(const unsigned char* header_bytes) {
   auto fail = [this](errc code, std::string_view what) {
     throw error(code, fmt::format("{}: {}", name_, what));
   };
   const std::size_t magic_bytes = std::min<std::uint64_t>(size_, sizeof(magic));
-  if (std::memcmp(base_, magic, magic_bytes) != 0 || size_ == 0) {
+  if (std::memcmp(header_bytes, magic, magic_bytes) != 0 || size_ == 0) {
     fail(errc::not_bbtree,
          size_ == 0 ? "empty file, not a bbtree index" : "not a bbtree index (bad magic)");
   }
@@ -71,7 +72,7 @@ BBTREE_FIRST_ANSWER void reader_core::validate_header() {
     fail(errc::truncated,
          fmt::format("truncated: {} bytes, shorter than the {}-byte header", size_, header_size));
   }
-  const unsigned char* h = base_;
+  const unsigned char* h = header_bytes;
   info_.major_version = load_le<std::uint16_t>(h + header::major_offset);
   info_.minor_version = load_le<std::uint16_t>(h + header::minor_offset);
   if (info_.major_version > format_major) {

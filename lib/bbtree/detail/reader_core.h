@@ -44,7 +44,11 @@ class reader_core {
   // Releases whatever holds the bytes (a mapping, a copy), if anything.
   using keeper = std::shared_ptr<void>;
 
-  reader_core(std::string name, const unsigned char* base, std::uint64_t size, keeper holder);
+  // `header_copy`, when given, holds the file's first header_size bytes
+  // (or all of a shorter file's), read apart from `base`; the header is
+  // checked there, so that opening touches no page of `base`.
+  reader_core(std::string name, const unsigned char* base, std::uint64_t size, keeper holder,
+              const unsigned char* header_copy = nullptr);
 
   const std::string& name() const noexcept { return name_; }
   const unsigned char* base() const noexcept { return base_; }
@@ -220,7 +224,7 @@ class reader_core {
                                                                   std::uint32_t level) const;
 
  private:
-  void validate_header();
+  void validate_header(const unsigned char* header_bytes);
 
   std::string name_;
   const unsigned char* base_;
