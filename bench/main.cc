@@ -318,12 +318,19 @@ void run_peer(const settings& s, const dataset& d, const peer_entry& entry) {
   const std::string build_config = r->config(false);
   const double n = static_cast<double>(d.size());
 
-  // No peer syncs its build (see below), so each timed build starts after
-  // an untimed sync(): the writeback of the build before it would
-  // otherwise run during it, on the same two cores, and move its time by a
-  // third from one run to the next.
-  if (want("build_unsorted") && caps.unsorted_build) {
+  // Each timed build starts from the same state, set up untimed: no file
+  // of the peer's in place (replacing a file frees its cached pages, which
+  // cost bbtree's 1M build 8-11 ms of its 13), and, since no peer syncs
+  // its build (see below), an empty writeback queue, which the build
+  // before would otherwise drain during this one, on the same two cores.
+  const auto prepare_build = [&] {
+    if (caps.file) {
+      for (const auto& f : r->files(file)) ::unlink(f.c_str());
+    }
     ::sync();
+  };
+  if (want("build_unsorted") && caps.unsorted_build) {
+    prepare_build();
     const double ns = time_ns([&] { r->build(d, false, file); });
     record(ds, peer, "build_unsorted", "-", {ns / 1e6}, "ms", build_config);
   }
@@ -332,7 +339,7 @@ void run_peer(const settings& s, const dataset& d, const peer_entry& entry) {
     const int reps = want("build_sorted") ? s.build_reps : 1;
     std::vector<double> samples;
     for (int i = 0; i < reps; ++i) {
-      ::sync();
+      prepare_build();
       samples.push_back(time_ns([&] { r->build(d, true, file); }) / 1e6);
     }
     if (want("build_sorted")) record(ds, peer, "build_sorted", "-", samples, "ms", build_config);
