@@ -9,6 +9,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 using namespace bbtree;
@@ -75,4 +81,48 @@ TEST_CASE("a memory report of no bytes is empty", "[memory_report]") {
   REQUIRE(report.mappings == 0);
   REQUIRE(report.rss_kb == 0);
   REQUIRE(memory_report_for_file("/nonexistent/bbtree/file").mappings == 0);
+}
+
+namespace {
+
+// Whether the page holding `address` is mapped in this process's page
+// tables (bit 63 of its /proc/self/pagemap entry), as opposed to only
+// being in the page cache.  Readable without privileges; only the frame
+// numbers are hidden then.
+bool page_present(const void* address) {
+  const int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  const auto page = reinterpret_cast<std::uintptr_t>(address) / ::sysconf(_SC_PAGESIZE);
+  std::uint64_t entry = 0;
+  const ssize_t got = ::pread(fd, &entry, sizeof entry, static_cast<off_t>(page * sizeof entry));
+  ::close(fd);
+  REQUIRE(got == static_cast<ssize_t>(sizeof entry));
+  return (entry >> 63) & 1u;
+}
+
+}  // namespace
+
+TEST_CASE("opening a mapped index reads its header apart from the mapping", "[memory_report]") {
+  // The header is read with pread and checked there (lib/src/mapping.h), so
+  // that opening costs no page fault: no page of the mapping is touched
+  // until the first lookup.
+  scratch_directory scratch;
+  const std::filesystem::path path = build_test_index(scratch);
+  for (const memory_mode mode : {memory_mode::map, memory_mode::map_huge_pages}) {
+    CAPTURE(static_cast<int>(mode));
+    open_options options;
+    options.memory = mode;
+    const reader index = reader::open(path, options);
+    REQUIRE(index.info().entries == 100000);
+    const std::byte* first_page = index.bytes().data();
+    REQUIRE_FALSE(page_present(first_page));
+    // The header is still the mapping's first bytes; reading them maps the
+    // page, which shows that the probe above can see a present page.
+    REQUIRE(std::memcmp(first_page,
+                        "\x89"
+                        "BBTREE\n",
+                        8) == 0);
+    REQUIRE(page_present(first_page));
+    REQUIRE(index.get(u64_key(4242)) == std::optional<std::string_view>(u64_value(4242).view()));
+  }
 }
