@@ -24,9 +24,9 @@ struct mapped_bytes {
   // when start_background_copy() is called, once the header has checked.
   background_copy* copy = nullptr;
   // The file's first header_size bytes (zeros past its end), read with
-  // pread by the mapping modes: a read costs about a third of the page
-  // fault that checking the header in the mapping would take, on the way
-  // to the first answer.  Empty when the bytes were not read this way.
+  // pread by the mapping modes when header_read is set: a read costs about
+  // a third of the page fault that checking the header in the mapping
+  // would take, on the way to the first answer.
   std::array<unsigned char, format::header_size> header{};
   bool header_read = false;
 };

@@ -251,10 +251,6 @@ namespace {
   return item;
 }
 
-}  // namespace
-
-namespace {
-
 // key_suffix_length, inline for the tie compares of this file's searches.
 [[gnu::always_inline]] inline std::uint32_t suffix_length_of(const reader_core& core,
                                                              const page_view& page,
@@ -262,14 +258,6 @@ namespace {
   if (core.info().keys != key_kind::bytes) return core.info().key_size - page.prefix_length;
   return load_le<std::uint32_t>(page.bytes + page.sections.key_data + index * slot_size);
 }
-
-}  // namespace
-
-std::uint32_t reader_core::key_suffix_length(const page_view& page, std::uint32_t index) const {
-  return suffix_length_of(*this, page, index);
-}
-
-namespace {
 
 [[noreturn, gnu::cold, gnu::noinline]] void key_too_long(const reader_core& core,
                                                          const page_view& page, std::uint32_t index,
@@ -297,6 +285,10 @@ namespace {
 }
 
 }  // namespace
+
+std::uint32_t reader_core::key_suffix_length(const page_view& page, std::uint32_t index) const {
+  return suffix_length_of(*this, page, index);
+}
 
 item_view reader_core::key_remainder(const page_view& page, std::uint32_t index) const {
   return remainder_of(*this, page, index);
@@ -345,8 +337,9 @@ void reader_core::append_key(const page_view& page, std::uint32_t index, std::st
 namespace {
 
 // Compares key `index` of `page` with a probe known to share the page's
-// prefix and whose inline key ties with it.  Inline in bound_in_page: path-like keys tie on their
-// inline keys about five times a lookup, and a call costs a third of a tie.
+// prefix and whose inline key ties with it.  Inline in bound_in_page:
+// path-like keys tie on their inline keys about five times a lookup, and
+// the calls cost a third of each tie (bench/RESULTS.md).
 [[gnu::always_inline]] inline int compare_tied_key(const reader_core& core, const page_view& page,
                                                    std::uint32_t index,
                                                    std::string_view probe_suffix) {
@@ -357,10 +350,6 @@ namespace {
   }
   return (stored_length > probe_suffix.size()) - (stored_length < probe_suffix.size());
 }
-
-}  // namespace
-
-namespace {
 
 // How to search a page's inline keys.  A lone lookup waits for each level
 // before it can load the next, so its search wants the shortest chain of
