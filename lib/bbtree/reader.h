@@ -188,10 +188,24 @@ class cursor {
       : core_(core), leaf_(leaf), index_(index), set_(set), shard_(shard) {
     load_leaf();
   }
+  // At entry `index` of leaf `leaf`, which the caller has just decoded into
+  // `decoded` (index < decoded.count), so that the cursor need not decode
+  // it again; or, when decoded.bytes is null, as the constructor above.
+  cursor(const detail::reader_core* core, std::uint32_t leaf, std::uint32_t index,
+         const detail::page_view& decoded)
+      : core_(core), leaf_(leaf), index_(index) {
+    if (decoded.bytes != nullptr) {
+      adopt_leaf(decoded);
+    } else {
+      load_leaf();
+    }
+  }
 
   // Decodes leaf_ into leaf_page_, or clears it at the end: called
   // whenever core_ or leaf_ changes.
   void load_leaf();
+  // Makes `leaf`, page leaf_ decoded and checked, the current leaf.
+  void adopt_leaf(const detail::page_view& leaf);
   cursor& step_to_next_leaf();
   cursor& step_to_previous_leaf();
   std::string_view variable_value() const;

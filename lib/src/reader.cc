@@ -132,19 +132,24 @@ namespace {
 // the next leaf: start loading it now (step_to_next_leaf then keeps one
 // leaf ahead).  Not earlier, alongside the descent's own leaf, and not two
 // leaves: both measured slower (bench/RESULTS.md, "Scan starts").
-cursor scan_start(const reader_core& core, reader_core::position at) {
+cursor scan_start(const reader_core& core, reader_core::position at,
+                  const page_view& decoded_leaf = {}) {
   if (at.leaf + 1 < core.end_leaf()) core.prefetch_page(at.leaf + 1);
-  return core.make_cursor(at);
+  return core.make_cursor(at, decoded_leaf);
+}
+
+// A cursor at the first entry >= key (> key when or_equal), starting with
+// the leaf that the search decoded.
+cursor bound_cursor(const reader_core& core, std::string_view key, bool or_equal) {
+  page_view bound_leaf;
+  const reader_core::position at = core.search(key, or_equal, &bound_leaf);
+  return scan_start(core, at, bound_leaf);
 }
 
 }  // namespace
 
-cursor reader::lower_bound(std::string_view key) const {
-  return scan_start(*core_, core_->search(key, false));
-}
-cursor reader::upper_bound(std::string_view key) const {
-  return scan_start(*core_, core_->search(key, true));
-}
+cursor reader::lower_bound(std::string_view key) const { return bound_cursor(*core_, key, false); }
+cursor reader::upper_bound(std::string_view key) const { return bound_cursor(*core_, key, true); }
 
 entry_range reader::equal_range(std::string_view key) const {
   cursor first = lower_bound(key);
@@ -245,6 +250,10 @@ void cursor::load_leaf() {
     if (leaf_ >= core_->end_leaf()) return;
     leaf = core_->page(leaf_, 0);
   }
+  adopt_leaf(leaf);
+}
+
+void cursor::adopt_leaf(const page_view& leaf) {
   const file_info& info = core_->info();
   fixed_values_ = info.values != value_kind::bytes ? leaf.bytes + leaf.sections.values : nullptr;
   value_size_ = info.value_size;

@@ -674,13 +674,17 @@ BBTREE_FIRST_ANSWER std::uint64_t reader_core::integer_word(std::string_view key
   return padded_word(key.data(), key.size());
 }
 
-reader_core::position reader_core::search(std::string_view key, bool or_equal) const {
+reader_core::position reader_core::search(std::string_view key, bool or_equal,
+                                          page_view* bound_leaf) const {
   const std::uint32_t leaf_number = descend(key);
   const page_view leaf = page(leaf_number, 0);
   const std::uint32_t index = count_below(leaf, key, or_equal);
+  if (index < leaf.count) {
+    if (bound_leaf != nullptr) *bound_leaf = leaf;
+    return {leaf_number, index};
+  }
   // The bound is in this leaf but after its last key: the next entry.
   // (normalize would decode this leaf again to learn so.)
-  if (index < leaf.count) return {leaf_number, index};
   return normalize(leaf_number + 1, 0);
 }
 

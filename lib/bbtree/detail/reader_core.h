@@ -141,7 +141,10 @@ class reader_core {
     std::uint32_t leaf;
     std::uint32_t index;
   };
-  position search(std::string_view key, bool or_equal) const;
+  // When `bound_leaf` is given, it receives the position's leaf, decoded,
+  // if the search decoded it (bytes null otherwise), for a cursor to start
+  // with.
+  position search(std::string_view key, bool or_equal, page_view* bound_leaf = nullptr) const;
   // reader::get: the integer path where it applies, else the general one.
   std::optional<std::string_view> get(std::string_view key) const;
   // The index of `key` in `leaf`, if the leaf holds it; and the value of
@@ -211,6 +214,11 @@ class reader_core {
   }
 
   cursor make_cursor(position at) const { return cursor(this, at.leaf, at.index); }
+  // A cursor at `at` whose leaf the caller has decoded into `leaf` (see
+  // search), or decoded here when leaf.bytes is null.
+  cursor make_cursor(position at, const page_view& leaf) const {
+    return cursor(this, at.leaf, at.index, leaf);
+  }
 
   // Throws the specific error for a page that failed page()'s checks.
   [[noreturn, gnu::cold, gnu::noinline]] void diagnose_page(const page_view& view,
