@@ -161,14 +161,17 @@ entry_range reader::equal_range(std::string_view key) const {
 
 namespace {
 
-reader_core::position start_of(const reader_core& core, const bound& from) {
+// `bound_leaf`, when given, receives the position's leaf if the search
+// decoded it (reader_core::search).
+reader_core::position start_of(const reader_core& core, const bound& from,
+                               page_view* bound_leaf = nullptr) {
   switch (from.type) {
     case bound::kind::unbounded:
       return core.normalize(core.first_leaf(), 0);
     case bound::kind::inclusive:
-      return core.search(from.key, false);
+      return core.search(from.key, false, bound_leaf);
     case bound::kind::exclusive:
-      return core.search(from.key, true);
+      return core.search(from.key, true, bound_leaf);
   }
   return core.end_position();
 }
@@ -201,10 +204,11 @@ std::optional<std::string> detail::prefix_successor(std::string_view prefix) {
 }
 
 entry_range reader::range(bound from, bound to) const {
-  const auto first = start_of(*core_, from);
+  page_view bound_leaf;
+  const auto first = start_of(*core_, from, &bound_leaf);
   auto last = end_of(*core_, to);
   if (before(last, first)) last = first;
-  return {scan_start(*core_, first), core_->make_cursor(last)};
+  return {scan_start(*core_, first, bound_leaf), core_->make_cursor(last)};
 }
 
 entry_range reader::prefix(std::string_view prefix) const {
