@@ -179,21 +179,20 @@ class cursor {
  private:
   friend class detail::reader_core;
   friend class detail::shard_set;
-  cursor(const detail::reader_core* core, std::uint32_t leaf, std::uint32_t index)
+  // At entry `index` of leaf `leaf`.  `decoded`, when its bytes are set, is
+  // that leaf as the caller has just decoded it (index < decoded.count),
+  // so that the cursor need not decode it again.
+  cursor(const detail::reader_core* core, std::uint32_t leaf, std::uint32_t index,
+         const detail::page_view& decoded = {})
       : core_(core), leaf_(leaf), index_(index) {
-    load_leaf();
+    start_at(decoded);
   }
   cursor(const detail::reader_core* core, std::uint32_t leaf, std::uint32_t index,
-         const detail::shard_set* set, std::uint32_t shard)
+         const detail::shard_set* set, std::uint32_t shard, const detail::page_view& decoded = {})
       : core_(core), leaf_(leaf), index_(index), set_(set), shard_(shard) {
-    load_leaf();
+    start_at(decoded);
   }
-  // At entry `index` of leaf `leaf`, which the caller has just decoded into
-  // `decoded` (index < decoded.count), so that the cursor need not decode
-  // it again; or, when decoded.bytes is null, as the constructor above.
-  cursor(const detail::reader_core* core, std::uint32_t leaf, std::uint32_t index,
-         const detail::page_view& decoded)
-      : core_(core), leaf_(leaf), index_(index) {
+  void start_at(const detail::page_view& decoded) {
     if (decoded.bytes != nullptr) {
       adopt_leaf(decoded);
     } else {

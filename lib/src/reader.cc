@@ -122,8 +122,10 @@ BBTREE_FIRST_ANSWER std::optional<std::string_view> reader::get(std::string_view
 
 cursor reader::find(std::string_view key) const {
   const std::uint32_t leaf_number = core_->descend(key);
-  const std::optional<std::uint32_t> index = core_->find_in_leaf(core_->page(leaf_number, 0), key);
-  return index ? core_->make_cursor({leaf_number, *index}) : end();
+  const page_view leaf = core_->page(leaf_number, 0);
+  const std::optional<std::uint32_t> index = core_->find_in_leaf(leaf, key);
+  // The cursor starts with the leaf decoded here, as a bound's does.
+  return index ? core_->make_cursor({leaf_number, *index}, leaf) : end();
 }
 
 namespace {

@@ -137,8 +137,8 @@ class shard_set {
     return first_ranks[at.shard] + core(at.shard).rank_of(at.at);
   }
 
-  cursor make_cursor(const position& at) const {
-    return cursor(&core(at.shard), at.at.leaf, at.at.index, this, at.shard);
+  cursor make_cursor(const position& at, const page_view& leaf = {}) const {
+    return cursor(&core(at.shard), at.at.leaf, at.at.index, this, at.shard, leaf);
   }
 
   // The queries for a set of any number of shards but one (sharded_reader
@@ -151,7 +151,7 @@ class shard_set {
     const std::uint32_t shard = route(key);
     const cursor found = shards[shard].find(key);
     if (found.is_end()) return end();
-    return make_cursor({shard, {found.leaf_, found.index_}});
+    return make_cursor({shard, {found.leaf_, found.index_}}, found.leaf_page_);
   }
 
   cursor bound_cursor(std::string_view key, bool or_equal) const {

@@ -213,10 +213,9 @@ class reader_core {
       __builtin_prefetch(page_bytes + offset);
   }
 
-  cursor make_cursor(position at) const { return cursor(this, at.leaf, at.index); }
-  // A cursor at `at` whose leaf the caller has decoded into `leaf` (see
-  // search), or decoded here when leaf.bytes is null.
-  cursor make_cursor(position at, const page_view& leaf) const {
+  // A cursor at `at`; `leaf`, when its bytes are set, is the position's
+  // leaf as the caller has decoded it (see search), not decoded again.
+  cursor make_cursor(position at, const page_view& leaf = {}) const {
     return cursor(this, at.leaf, at.index, leaf);
   }
 
