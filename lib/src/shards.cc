@@ -99,19 +99,22 @@ class shard_set {
     return normalized(0, core(0).normalize(core(0).first_leaf(), 0));
   }
   position end_position() const { return {count() - 1, core(count() - 1).end_position()}; }
-  position search(std::string_view key, bool or_equal) const {
+  // `bound_leaf`, when given, receives the position's leaf if the search
+  // decoded it (reader_core::search).  Such a position lies inside its
+  // leaf, so normalized() keeps it where it is.
+  position search(std::string_view key, bool or_equal, page_view* bound_leaf = nullptr) const {
     const std::uint32_t shard = route(key);
-    return normalized(shard, core(shard).search(key, or_equal));
+    return normalized(shard, core(shard).search(key, or_equal, bound_leaf));
   }
 
-  position start_of(const bound& from) const {
+  position start_of(const bound& from, page_view* bound_leaf = nullptr) const {
     switch (from.type) {
       case bound::kind::unbounded:
         return begin_position();
       case bound::kind::inclusive:
-        return search(from.key, false);
+        return search(from.key, false, bound_leaf);
       case bound::kind::exclusive:
-        return search(from.key, true);
+        return search(from.key, true, bound_leaf);
     }
     return end_position();
   }
@@ -154,16 +157,28 @@ class shard_set {
     return make_cursor({shard, {found.leaf_, found.index_}}, found.leaf_page_);
   }
 
+  // A cursor that a scan starts from, as reader's scan_start: with the leaf
+  // its search decoded, and the next leaf of its shard on its way.
+  cursor scan_start(const position& at, const page_view& decoded_leaf) const {
+    const reader_core& shard = core(at.shard);
+    if (at.at.leaf + 1 < shard.end_leaf()) shard.prefetch_page(at.at.leaf + 1);
+    return make_cursor(at, decoded_leaf);
+  }
+
   cursor bound_cursor(std::string_view key, bool or_equal) const {
-    return shards.empty() ? cursor() : make_cursor(search(key, or_equal));
+    if (shards.empty()) return cursor();
+    page_view bound_leaf;
+    const position at = search(key, or_equal, &bound_leaf);
+    return scan_start(at, bound_leaf);
   }
 
   entry_range range(const bound& from, const bound& to) const {
     if (shards.empty()) return {cursor(), cursor()};
-    const position first = start_of(from);
+    page_view bound_leaf;
+    const position first = start_of(from, &bound_leaf);
     position last = end_of(to);
     if (before(last, first)) last = first;
-    return {make_cursor(first), make_cursor(last)};
+    return {scan_start(first, bound_leaf), make_cursor(last)};
   }
 
   std::uint64_t count_between(const bound& from, const bound& to) const {
