@@ -36,8 +36,13 @@ using format::key_kind;
 using format::value_kind;
 
 enum class memory_mode {
-  map,              // a read-only file mapping
-  map_huge_pages,   // the same, advised with MADV_HUGEPAGE
+  // A read-only file mapping.  Where the page cache holds the file in 2 MiB
+  // folios (ext4 since Linux 6.16 keeps a file that the builder wrote so),
+  // the kernel maps them with 2 MiB entries on its own.
+  map,
+  // The same, advised with MADV_HUGEPAGE, so that pages read into the cache
+  // through the mapping come in 2 MiB folios too.
+  map_huge_pages,
   copy_huge_pages,  // a copy in 2 MiB-aligned anonymous memory advised for huge pages
   // A file mapping at once, so that the first lookup needs no copy; a
   // background thread copies the file as copy_huge_pages does and then

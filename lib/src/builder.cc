@@ -702,9 +702,9 @@ class builder::impl {
         page_buffer_(options_.page_size),
         keep_last_(options_.duplicates == duplicate_policy::keep_last) {
     output_buffer_.reserve(output_flush_size + options_.page_size);
-    // Page 0 is written last; reserve it.
-    std::vector<unsigned char> zeros(options_.page_size, 0);
-    detail::write_all(staged_.fd(), zeros.data(), zeros.size(), staged_.destination());
+    // Page 0 is written last, over these zeros.  It starts the output, so
+    // that every write begins at a multiple of output_flush_size.
+    std::memset(output_buffer_.extend(options_.page_size), 0, options_.page_size);
     // Reserved so that references to open pages survive adding levels.
     levels_.reserve(max_height + 1);
     levels_.emplace_back(shape_, page_kind::leaf, 0);
@@ -762,7 +762,14 @@ class builder::impl {
   const fs::path& destination() const noexcept { return staged_.destination(); }
 
  private:
-  static constexpr std::size_t output_flush_size = std::size_t{1} << 20;
+  // The pages are written in pieces of 2 MiB at offsets that are multiples
+  // of 2 MiB (the last one shorter): the page cache then holds them in
+  // 2 MiB folios where the file system allows (ext4 since Linux 6.16), and
+  // a mapping advised for huge pages (memory_mode::map_huge_pages) maps
+  // them with 2 MiB entries.  Written in 1 MiB pieces, the same file got
+  // none (bench/RESULTS.md, "Huge pages for the file mapping").  Page sizes
+  // are powers of two up to 64 KiB, so the buffer reaches 2 MiB exactly.
+  static constexpr std::size_t output_flush_size = std::size_t{2} << 20;
 
   std::uint64_t current_size() const noexcept {
     return (1 + closed_pages_) * options_.page_size + blob_.length;  // 1: the header
@@ -1065,7 +1072,6 @@ class builder::impl {
         add_child(level + 1, std::exchange(pending_separator_[level], std::nullopt));
       }
     }
-    flush_output();
 
     // Inner levels, bottom-up, each page stamped with its number.
     std::array<std::uint32_t, max_height> level_first_page{};
@@ -1086,9 +1092,9 @@ class builder::impl {
         if (output_buffer_.size() >= output_flush_size) flush_output();
         ++next_page;
       }
-      flush_output();
       file.fd.reset();
     }
+    flush_output();
     if (next_page > 0xFFFFFFFFull) {
       throw error(errc::invalid_argument, "the index would have more than 2^32 - 1 pages");
     }
