@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -249,6 +250,20 @@ first_answer_time spawn_first_answer(const std::string& peer, data_kind kind,
   return {static_cast<double>(end - start) / 1000.0, static_cast<double>(open_ns) / 1000.0};
 }
 
+// Huge pages off means off for every peer: while a peer is opened and
+// measured without them, transparent huge pages are disabled for the
+// process.  The kernel maps a file whose page cache holds 2 MiB folios
+// with 2 MiB entries on its own, asked or not: LMDB's file, which it
+// writes through a shared mapping, was mapped so in the "off" rows
+// (215,040 kB huge in the 13:09 run), and bbtree's is since its builder
+// writes 2 MiB pieces.  smaps shows the result in each row (huge_kb).
+void allow_huge_pages(bool allowed) {
+  if (::prctl(PR_SET_THP_DISABLE, allowed ? 0 : 1, 0, 0, 0) != 0) {
+    std::perror("bbtree-bench: prctl(PR_SET_THP_DISABLE)");
+    std::exit(3);
+  }
+}
+
 int first_answer_child(int argc, char** argv) {
   if (argc != 7) return 2;
   const std::string peer = argv[2];
@@ -257,6 +272,7 @@ int first_answer_child(int argc, char** argv) {
   const std::string file = argv[4];
   const std::string key = from_hex(argv[5]);
   const bool huge = std::string_view(argv[6]) == "on";
+  allow_huge_pages(huge);
   tally t;
   std::unique_ptr<peer_runner> r;  // never closed: the clock stops at the answer
   const std::uint64_t start = now_ns();
@@ -361,6 +377,7 @@ void run_peer(const settings& s, const dataset& d, const peer_entry& entry) {
     const std::string config = r->config(huge);
     const std::string what = ds + " " + peer + " hugepages=" + hp;
     const std::size_t first_row = results.size();
+    allow_huge_pages(huge);
     r->open(file, huge);
     r->settle();
     // Warm up: every hit once (faults the mapping in, fills caches).
@@ -413,6 +430,7 @@ void run_peer(const settings& s, const dataset& d, const peer_entry& entry) {
     attach_usage(first_row, r->memory_usage(file));
     r->close();
   }
+  allow_huge_pages(true);  // the default, for what follows
 
   const bool want_warm = want("first_answer_warm") || want("open_answer_warm");
   const bool want_cold = (want("first_answer_cold") || want("open_answer_cold")) && s.cold;

@@ -1,9 +1,9 @@
 // bbtree: built with bbtree::builder from sorted input and with
 // bbtree::sorting_builder from unsorted input (sync off, as for every
 // peer); read with reader::open, memory_mode::map ("off") or
-// memory_mode::map_then_copy_huge_pages ("on"; the timed loops start once
-// the copy is in place, the first answer does not wait for it).  Batched
-// lookups use get_many.
+// memory_mode::map_huge_pages ("on": the page cache holds a built file in
+// 2 MiB folios, which the mapping maps with 2 MiB entries, without a copy).
+// Batched lookups use get_many.
 #include "peer.h"
 
 #include <bbtree/builder.h>
@@ -28,7 +28,7 @@ class bbtree_peer {
     const std::uint32_t page_size =
         bbtree_page_size != 0 ? bbtree_page_size : format::default_page_size;
     return std::to_string(page_size) + "-byte pages" + (bbtree_page_size == 0 ? " (default)" : "") +
-           ", memory_mode::" + (huge ? "map_then_copy_huge_pages" : "map");
+           ", memory_mode::" + (huge ? "map_huge_pages" : "map");
   }
 
   void build(const dataset& d, bool sorted_input, const std::string& file) {
@@ -60,14 +60,8 @@ class bbtree_peer {
 
   void open(const std::string& file, bool huge) {
     open_options options;
-    options.memory = huge ? memory_mode::map_then_copy_huge_pages : memory_mode::map;
+    options.memory = huge ? memory_mode::map_huge_pages : memory_mode::map;
     reader_.emplace(reader::open(file, options));
-    huge_ = huge;
-  }
-  void settle() {
-    if (huge_ && !reader_->wait_for_huge_page_copy()) {
-      throw std::runtime_error(reader_->name() + ": the copy into huge pages gave up");
-    }
   }
   void close() { reader_.reset(); }
 
@@ -120,7 +114,6 @@ class bbtree_peer {
 
  private:
   std::optional<reader> reader_;
-  bool huge_ = false;
   std::vector<std::optional<std::string_view>> out_;
 };
 
