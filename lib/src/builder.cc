@@ -765,10 +765,10 @@ class builder::impl {
   // The pages are written in pieces of 2 MiB at offsets that are multiples
   // of 2 MiB (the last one shorter): the page cache then holds them in
   // 2 MiB folios where the file system allows (ext4 since Linux 6.16), and
-  // a mapping advised for huge pages (memory_mode::map_huge_pages) maps
-  // them with 2 MiB entries.  Written in 1 MiB pieces, the same file got
-  // none (bench/RESULTS.md, "Huge pages for the file mapping").  Page sizes
-  // are powers of two up to 64 KiB, so the buffer reaches 2 MiB exactly.
+  // a reader's mapping gets them as huge pages, 2 MiB entries, without a
+  // copy.  Written in 1 MiB pieces, the same file got none (bench/RESULTS.md,
+  // "Huge pages for the file mapping").  Page sizes are powers of two up
+  // to 64 KiB, so the buffer reaches 2 MiB exactly.
   static constexpr std::size_t output_flush_size = std::size_t{2} << 20;
 
   std::uint64_t current_size() const noexcept {
