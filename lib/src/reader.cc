@@ -130,13 +130,10 @@ cursor reader::find(std::string_view key) const {
 
 namespace {
 
-// A cursor from a bound most often starts a scan, which soon crosses into
-// the next leaf: start loading it now (step_to_next_leaf then keeps one
-// leaf ahead).  Not earlier, alongside the descent's own leaf, and not two
-// leaves: both measured slower (bench/RESULTS.md, "Scan starts").
+// A cursor that a scan starts from (reader_core::prefetch_for_scan).
 cursor scan_start(const reader_core& core, reader_core::position at,
                   const page_view& decoded_leaf = {}) {
-  if (at.leaf + 1 < core.end_leaf()) core.prefetch_page(at.leaf + 1);
+  core.prefetch_for_scan(at.leaf);
   return core.make_cursor(at, decoded_leaf);
 }
 

@@ -157,11 +157,10 @@ class shard_set {
     return make_cursor({shard, {found.leaf_, found.index_}}, found.leaf_page_);
   }
 
-  // A cursor that a scan starts from, as reader's scan_start: with the leaf
-  // its search decoded, and the next leaf of its shard on its way.
+  // A cursor that a scan starts from, as reader's: with the leaf its search
+  // decoded, and the next leaf of its shard on its way.
   cursor scan_start(const position& at, const page_view& decoded_leaf) const {
-    const reader_core& shard = core(at.shard);
-    if (at.at.leaf + 1 < shard.end_leaf()) shard.prefetch_page(at.at.leaf + 1);
+    core(at.shard).prefetch_for_scan(at.at.leaf);
     return make_cursor(at, decoded_leaf);
   }
 

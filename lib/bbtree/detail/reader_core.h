@@ -213,6 +213,15 @@ class reader_core {
       __builtin_prefetch(page_bytes + offset);
   }
 
+  // A cursor from a bound most often starts a scan, which soon crosses into
+  // the leaf after `leaf`: start loading it now (step_to_next_leaf then
+  // keeps one leaf ahead).  Not earlier, alongside the descent's own leaf,
+  // and not two leaves: both measured slower (bench/RESULTS.md, "Scan
+  // starts").  For the cursors of reader and of shard sets.
+  void prefetch_for_scan(std::uint32_t leaf) const {
+    if (leaf + 1 < end_leaf()) prefetch_page(leaf + 1);
+  }
+
   // A cursor at `at`; `leaf`, when its bytes are set, is the position's
   // leaf as the caller has decoded it (see search), not decoded again.
   cursor make_cursor(position at, const page_view& leaf = {}) const {
