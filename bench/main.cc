@@ -379,7 +379,6 @@ void run_peer(const settings& s, const dataset& d, const peer_entry& entry) {
     const std::size_t first_row = results.size();
     allow_huge_pages(huge);
     r->open(file, huge);
-    r->settle();
     // Warm up: every hit once (faults the mapping in, fills caches).
     expect(what + " warm-up", r->lookup(d.hits), d.hits.size(), d.hits_digest, 0);
 

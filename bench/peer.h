@@ -13,7 +13,6 @@
 //   template <class F> void scan(std::string_view from, std::size_t n, F&& each);
 //   template <class F> void scan_all(F&& each);          // each(digest)
 //   std::size_t get_many(std::span<const std::string_view>, std::uint64_t& digest);
-//   void settle();  // after open, waits for work that open left running
 //
 // runner<P> wraps such a class behind peer_runner, whose virtual functions
 // each run a whole timed loop: there is one virtual call per loop, none per
@@ -61,9 +60,6 @@ class peer_runner {
   virtual void build(const dataset& d, bool sorted_input, const std::string& file) = 0;
   virtual std::uint64_t footprint(const std::string& file) = 0;
   virtual void open(const std::string& file, bool huge) = 0;
-  // Waits for whatever open() left running in the background, before the
-  // timed loops; the first-answer child does not call it.
-  virtual void settle() {}
   virtual void close() = 0;
   // Where the data being read lives, for smaps; empty when unknown.
   virtual smaps_usage memory_usage(const std::string& file) = 0;
@@ -94,9 +90,6 @@ class runner final : public peer_runner {
   }
   std::uint64_t footprint(const std::string& file) override { return peer_.footprint(file); }
   void open(const std::string& file, bool huge) override { peer_.open(file, huge); }
-  void settle() override {
-    if constexpr (requires { peer_.settle(); }) peer_.settle();
-  }
   void close() override { peer_.close(); }
   smaps_usage memory_usage(const std::string& file) override { return peer_.memory_usage(file); }
 

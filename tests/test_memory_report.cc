@@ -23,10 +23,11 @@ using namespace bbtree::test;
 
 namespace {
 
-std::filesystem::path build_test_index(const scratch_directory& scratch) {
+std::filesystem::path build_test_index(const scratch_directory& scratch,
+                                       std::uint64_t entries = 100000) {
   const std::filesystem::path path = scratch / "memory.bbt";
   builder writer(path, options_for({key_kind::u64, 8, value_kind::u64, 8}));
-  for (std::uint64_t i = 0; i < 100000; ++i) writer.add(u64_key(i), u64_value(i));
+  for (std::uint64_t i = 0; i < entries; ++i) writer.add(u64_key(i), u64_value(i));
   writer.finish();
   return path;
 }
@@ -172,10 +173,7 @@ TEST_CASE("a file the builder wrote is mapped with huge pages where the kernel c
     WARN("this kernel maps no file with huge pages; not checked");
     return;
   }
-  const std::filesystem::path path = scratch / "huge.bbt";
-  builder writer(path, options_for({key_kind::u64, 8, value_kind::u64, 8}));
-  for (std::uint64_t i = 0; i < 1000000; ++i) writer.add(u64_key(i), u64_value(i));
-  writer.finish();
+  const std::filesystem::path path = build_test_index(scratch, 1000000);
   REQUIRE(std::filesystem::file_size(path) > (std::uint64_t{4} << 20));
   open_options options;
   options.memory = memory_mode::map_huge_pages;
