@@ -77,7 +77,25 @@ struct settings {
   int cold_reps = 5;
   std::size_t batch = 256;
   std::string note;  // e.g. the compiler flags, printed with the host
+  // Each other peer's read metrics and warm first answers alternate rep by
+  // rep with a bbtree index of the same data, so that their ratio compares
+  // figures taken in the same seconds (see "Paired ratios" in
+  // bench/README.md).
+  bool paired = true;
 };
+
+std::vector<std::string> split(const std::string& list);
+bool selected(const std::vector<std::string>& filter, const std::string& name);
+
+// The peer every other one is paired with, when pairing is on and bbtree
+// runs at all.
+const peer_entry* bbtree_entry(const settings& s) {
+  if (!s.paired) return nullptr;
+  for (const auto& p : peers) {
+    if (std::string_view(p.name) == "bbtree" && selected(s.peers, p.name)) return &p;
+  }
+  return nullptr;
+}
 
 std::vector<std::string> split(const std::string& list) {
   std::vector<std::string> out;
@@ -111,6 +129,10 @@ struct row {
   int reps = 0;
   std::int64_t huge_kb = -1, rss_kb = -1, mapped_kb = -1;  // from smaps; -1: not known
   std::string config;
+  // Paired rows: the median of the bbtree samples taken alternately with
+  // this row's, and the median of the per-rep ratios (this row's sample
+  // over bbtree's).  0: not paired.
+  double paired_bbtree = 0, paired_ratio = 0;
 };
 
 std::vector<row> results;
@@ -139,6 +161,19 @@ row& record(const std::string& dataset, const std::string& peer, const std::stri
   std::fprintf(stderr, "  %-16s %-18s %-4s %12.4g %-12s (min %.4g, max %.4g, n=%d)\n", peer.c_str(),
                metric.c_str(), hugepages.c_str(), r.value, unit.c_str(), r.min, r.max, r.reps);
   return results.back();
+}
+
+// Sets a row's paired figures from its samples and the bbtree samples
+// taken alternately with them, rep by rep.
+void set_paired(row& r, const std::vector<double>& samples,
+                const std::vector<double>& bbtree_samples) {
+  std::vector<double> ratios;
+  for (std::size_t i = 0; i < samples.size() && i < bbtree_samples.size(); ++i) {
+    if (bbtree_samples[i] > 0) ratios.push_back(samples[i] / bbtree_samples[i]);
+  }
+  if (ratios.empty()) return;
+  r.paired_bbtree = median(bbtree_samples);
+  r.paired_ratio = median(ratios);
 }
 
 // ---------------------------------------------------------------------------
@@ -321,7 +356,11 @@ void attach_usage(std::size_t first_row, const smaps_usage& usage) {
   }
 }
 
-void run_peer(const settings& s, const dataset& d, const peer_entry& entry) {
+// `reference`, when given, is bbtree's entry: the peer's read metrics and
+// warm first answers then alternate, rep by rep, with a bbtree index of the
+// same data built just before them (set_paired).
+void run_peer(const settings& s, const dataset& d, const peer_entry& entry,
+              const peer_entry* reference) {
   const auto want = [&](const char* metric) { return selected(s.metrics, metric); };
   std::unique_ptr<peer_runner> r = entry.make(d.spec.kind);
   if (!r) return;
@@ -365,6 +404,14 @@ void run_peer(const settings& s, const dataset& d, const peer_entry& entry) {
     record(ds, peer, "bytes_per_entry", "-", {static_cast<double>(r->footprint(file)) / n}, "B",
            build_config);
   }
+  // The bbtree index read alternately with this peer, built now, so that it
+  // is as fresh in the page cache as the peer's own files.
+  std::unique_ptr<peer_runner> paired;
+  const std::string paired_file = s.workdir + "/" + ds + ".bbtree-paired";
+  if (reference != nullptr && peer != reference->name) {
+    paired = reference->make(d.spec.kind);
+    paired->build(d, true, paired_file);
+  }
   // No peer syncs its build, so the kernel would write the files back while
   // the read metrics run, on the same two cores (the unsorted builds leave
   // the most, with their temporary files): flush it all first, untimed.
@@ -381,41 +428,64 @@ void run_peer(const settings& s, const dataset& d, const peer_entry& entry) {
     r->open(file, huge);
     // Warm up: every hit once (faults the mapping in, fills caches).
     expect(what + " warm-up", r->lookup(d.hits), d.hits.size(), d.hits_digest, 0);
+    // The paired bbtree index has huge pages wherever the peer does.
+    peer_runner* const partner = paired && (!huge || paired->caps().huge) ? paired.get() : nullptr;
+    const std::string partner_what = ds + " bbtree (paired with " + peer + ") hugepages=" + hp;
+    if (partner != nullptr) {
+      partner->open(paired_file, huge);
+      expect(partner_what + " warm-up", partner->lookup(d.hits), d.hits.size(), d.hits_digest, 0);
+    }
 
+    // `run(runner, what)` is one timed loop.  With a partner, the reps
+    // alternate between the two, each going first in turn.
     const auto per_op = [&](const char* metric, std::size_t ops, const std::string& unit,
                             auto&& run) {
-      std::vector<double> samples;
-      for (int i = 0; i < s.reps; ++i) samples.push_back(time_ns(run) / static_cast<double>(ops));
-      record(ds, peer, metric, hp, samples, unit, config);
+      std::vector<double> samples, partner_samples;
+      const auto sample = [&](peer_runner& runner, const std::string& label,
+                              std::vector<double>& into) {
+        into.push_back(time_ns([&] { run(runner, label); }) / static_cast<double>(ops));
+      };
+      for (int i = 0; i < s.reps; ++i) {
+        if (partner != nullptr && i % 2 == 0) sample(*partner, partner_what, partner_samples);
+        sample(*r, what, samples);
+        if (partner != nullptr && i % 2 == 1) sample(*partner, partner_what, partner_samples);
+      }
+      row& recorded = record(ds, peer, metric, hp, samples, unit, config);
+      if (partner != nullptr) set_paired(recorded, samples, partner_samples);
     };
     if (want("lookup_hit")) {
-      per_op("lookup_hit", d.hits.size(), "ns/op", [&] {
-        expect(what + " lookup_hit", r->lookup(d.hits), d.hits.size(), d.hits_digest, 0);
+      per_op("lookup_hit", d.hits.size(), "ns/op", [&](peer_runner& runner, const std::string& w) {
+        expect(w + " lookup_hit", runner.lookup(d.hits), d.hits.size(), d.hits_digest, 0);
       });
     }
     if (want("lookup_miss")) {
       per_op("lookup_miss", d.misses.size(), "ns/op",
-             [&] { expect(what + " lookup_miss", r->lookup(d.misses), 0, 0, 0); });
+             [&](peer_runner& runner, const std::string& w) {
+               expect(w + " lookup_miss", runner.lookup(d.misses), 0, 0, 0);
+             });
     }
     if (caps.batched && want("batch_hit")) {
-      per_op("batch_hit", d.hits.size(), "ns/key", [&] {
-        expect(what + " batch_hit", r->lookup_batched(d.hits, s.batch), d.hits.size(),
+      per_op("batch_hit", d.hits.size(), "ns/key", [&](peer_runner& runner, const std::string& w) {
+        expect(w + " batch_hit", runner.lookup_batched(d.hits, s.batch), d.hits.size(),
                d.hits_digest, 0);
       });
     }
     if (caps.batched && want("batch_miss")) {
       per_op("batch_miss", d.misses.size(), "ns/key",
-             [&] { expect(what + " batch_miss", r->lookup_batched(d.misses, s.batch), 0, 0, 0); });
+             [&](peer_runner& runner, const std::string& w) {
+               expect(w + " batch_miss", runner.lookup_batched(d.misses, s.batch), 0, 0, 0);
+             });
     }
     if (caps.scans && want("scan100")) {
-      per_op("scan100", d.scan_entries, "ns/entry", [&] {
-        expect(what + " scan100", r->scan(d.scan_starts, d.scan_length), 0, d.scan_digest,
+      per_op("scan100", d.scan_entries, "ns/entry", [&](peer_runner& runner, const std::string& w) {
+        expect(w + " scan100", runner.scan(d.scan_starts, d.scan_length), 0, d.scan_digest,
                d.scan_entries);
       });
     }
     if (caps.scans && want("full_scan")) {
-      per_op("full_scan", d.size(), "ns/entry",
-             [&] { expect(what + " full_scan", r->scan_all(), 0, d.total_digest(), d.size()); });
+      per_op("full_scan", d.size(), "ns/entry", [&](peer_runner& runner, const std::string& w) {
+        expect(w + " full_scan", runner.scan_all(), 0, d.total_digest(), d.size());
+      });
     }
     if (caps.verify && want("verify")) {
       std::vector<double> samples;
@@ -428,6 +498,7 @@ void run_peer(const settings& s, const dataset& d, const peer_entry& entry) {
     }
     attach_usage(first_row, r->memory_usage(file));
     r->close();
+    if (partner != nullptr) partner->close();
   }
   allow_huge_pages(true);  // the default, for what follows
 
@@ -442,30 +513,51 @@ void run_peer(const settings& s, const dataset& d, const peer_entry& entry) {
     // running pays.
     const auto record_both = [&](const std::vector<first_answer_time>& times,
                                  const std::string& suffix, const std::string& hp,
-                                 const std::string& config) {
-      std::vector<double> spawn_to_answer, open_to_answer;
-      for (const auto& t : times) {
-        spawn_to_answer.push_back(t.spawn_to_answer);
-        open_to_answer.push_back(t.open_to_answer);
+                                 const std::string& config,
+                                 const std::vector<first_answer_time>& partner_times = {}) {
+      const auto spawn_to_answer = [](const std::vector<first_answer_time>& of) {
+        std::vector<double> out;
+        for (const auto& t : of) out.push_back(t.spawn_to_answer);
+        return out;
+      };
+      const auto open_to_answer = [](const std::vector<first_answer_time>& of) {
+        std::vector<double> out;
+        for (const auto& t : of) out.push_back(t.open_to_answer);
+        return out;
+      };
+      if (want(("first_answer_" + suffix).c_str())) {
+        row& recorded =
+            record(ds, peer, "first_answer_" + suffix, hp, spawn_to_answer(times), "us", config);
+        if (!partner_times.empty())
+          set_paired(recorded, spawn_to_answer(times), spawn_to_answer(partner_times));
       }
-      if (want(("first_answer_" + suffix).c_str()))
-        record(ds, peer, "first_answer_" + suffix, hp, spawn_to_answer, "us", config);
-      if (want(("open_answer_" + suffix).c_str()))
-        record(ds, peer, "open_answer_" + suffix, hp, open_to_answer, "us", config);
+      if (want(("open_answer_" + suffix).c_str())) {
+        row& recorded =
+            record(ds, peer, "open_answer_" + suffix, hp, open_to_answer(times), "us", config);
+        if (!partner_times.empty())
+          set_paired(recorded, open_to_answer(times), open_to_answer(partner_times));
+      }
     };
     for (const bool huge : modes) {
       const std::string hp = huge ? "on" : "off";
       const std::string what = ds + " " + peer + " first answer hugepages=" + hp;
       const std::string config = r->config(huge);
       if (want_warm) {
-        spawn_first_answer(peer, d.spec.kind, file, key, huge, d.digests[index],
-                           what);  // warm the cache
-        std::vector<first_answer_time> times;
+        const bool with_partner = paired && (!huge || paired->caps().huge);
+        const auto answer = [&](const std::string& of, const std::string& at) {
+          return spawn_first_answer(of, d.spec.kind, at, key, huge, d.digests[index], what);
+        };
+        answer(peer, file);  // warm the cache
+        if (with_partner) answer(reference->name, paired_file);
+        std::vector<first_answer_time> times, partner_times;
         for (int i = 0; i < s.first_answer_reps; ++i) {
-          times.push_back(
-              spawn_first_answer(peer, d.spec.kind, file, key, huge, d.digests[index], what));
+          if (with_partner && i % 2 == 0)
+            partner_times.push_back(answer(reference->name, paired_file));
+          times.push_back(answer(peer, file));
+          if (with_partner && i % 2 == 1)
+            partner_times.push_back(answer(reference->name, paired_file));
         }
-        record_both(times, "warm", hp, config);
+        record_both(times, "warm", hp, config, partner_times);
       }
       if (want_cold) {
         std::vector<first_answer_time> times;
@@ -481,6 +573,9 @@ void run_peer(const settings& s, const dataset& d, const peer_entry& entry) {
 
   const std::vector<std::string> files = r->files(file);
   r.reset();
+  if (paired) {
+    for (const auto& f : paired->files(paired_file)) ::unlink(f.c_str());
+  }
   std::fprintf(stderr, "  %-16s (%.1f s)\n", entry.name,
                static_cast<double>(now_ns() - peer_start) / 1e9);
   if (!s.keep_files && caps.file) {
@@ -548,18 +643,24 @@ const row* bbtree_row(const row& r) {
   return nullptr;
 }
 
+// Peer over bbtree: the paired ratio where there is one, else the ratio of
+// the two rows' medians.
 std::string ratio_text(const row& r) {
-  const row* b = bbtree_row(r);
-  if (b == nullptr || b->value == 0) return "";
+  double ratio = r.paired_ratio;
+  if (ratio == 0) {
+    const row* b = bbtree_row(r);
+    if (b == nullptr || b->value == 0) return "";
+    ratio = r.value / b->value;
+  }
   char text[32];
-  std::snprintf(text, sizeof text, "%.3g", r.value / b->value);
+  std::snprintf(text, sizeof text, "%.3g", ratio);
   return text;
 }
 
 void write_csv(const std::string& path) {
   std::ofstream out(path);
   out << "dataset,peer,metric,hugepages,median,min,max,unit,reps,ratio_vs_bbtree,huge_kb,rss_kb,"
-         "mapped_kb,config\n";
+         "mapped_kb,config,paired_bbtree_median\n";
   for (const auto& r : results) {
     char numbers[160];
     std::snprintf(numbers, sizeof numbers, "%.6g,%.6g,%.6g", r.value, r.min, r.max);
@@ -568,7 +669,12 @@ void write_csv(const std::string& path) {
         << ',' << (r.huge_kb >= 0 ? std::to_string(r.huge_kb) : "") << ','
         << (r.rss_kb >= 0 ? std::to_string(r.rss_kb) : "") << ','
         << (r.mapped_kb >= 0 ? std::to_string(r.mapped_kb) : "") << ',' << csv_field(r.config)
-        << '\n';
+        << ',';
+    if (r.paired_ratio != 0) {
+      std::snprintf(numbers, sizeof numbers, "%.6g", r.paired_bbtree);
+      out << numbers;
+    }
+    out << '\n';
   }
   if (!out) fail("cannot write " + path);
 }
@@ -589,9 +695,17 @@ void write_markdown(const std::string& path, const std::vector<std::string>& hos
   out << "# bbtree-bench results\n\n";
   for (const auto& line : host) out << "- " << line << "\n";
   out << "\nCells: median (ratio = peer / bbtree with the same huge-page setting; for times and "
-         "sizes, "
-         "above 1 means bbtree is faster or smaller). `hp` = huge pages requested; `huge MiB` = "
-         "AnonHugePages + FilePmdMapped of the data's mapping(s) after the read metrics (smaps).\n";
+         "sizes, above 1 means bbtree is faster or smaller). `hp` = huge pages requested; `huge "
+         "MiB` = AnonHugePages + FilePmdMapped of the data's mapping(s) after the read metrics "
+         "(smaps).\n";
+  const bool any_paired =
+      std::any_of(results.begin(), results.end(), [](const row& r) { return r.paired_ratio != 0; });
+  if (any_paired) {
+    out << "\nRead metrics and warm first answers are paired: each peer's reps alternate with "
+           "those of a bbtree index of the same data, built just before, and the ratio is the "
+           "median of the per-rep ratios. It can differ from the ratio of the two medians shown, "
+           "which were taken minutes apart.\n";
+  }
   std::vector<std::string> datasets;
   for (const auto& r : results) {
     if (std::find(datasets.begin(), datasets.end(), r.dataset) == datasets.end())
@@ -654,9 +768,10 @@ void usage() {
       "LIST]\n"
       "                    [--metric LIST] [--workdir DIR] [--keep-files] [--no-cold] [--lookups "
       "N]\n"
-      "                    [--reps N] [--note TEXT] [--page-size BYTES] [--list]\n"
+      "                    [--reps N] [--unpaired] [--note TEXT] [--page-size BYTES] [--list]\n"
       "LISTs are comma-separated; a dataset kind (u64, str, fix16) selects all its sizes.\n"
-      "--page-size: bbtree's page size (default: the library's default).\n");
+      "--page-size: bbtree's page size (default: the library's default).\n"
+      "--unpaired: read each peer on its own, not rep by rep alternately with bbtree.\n");
 }
 
 std::vector<dataset_spec> dataset_specs(bool quick) {
@@ -702,6 +817,8 @@ int run(int argc, char** argv) {
       s.keep_files = true;
     else if (a == "--no-cold")
       s.cold = false;
+    else if (a == "--unpaired")
+      s.paired = false;
     else if (a == "--lookups") {
       s.lookups = std::stoul(next());
       lookups_set = true;
@@ -773,7 +890,7 @@ int run(int argc, char** argv) {
                  static_cast<double>(d.value_arena.size()) / 1048576.0);
     for (const auto& p : peers) {
       if (!selected(s.peers, p.name)) continue;
-      run_peer(s, d, p);
+      run_peer(s, d, p, bbtree_entry(s));
     }
   }
 
