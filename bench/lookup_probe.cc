@@ -2,12 +2,13 @@
 // A/B runs of a reader change and for profiling (valgrind --tool=callgrind
 // --toggle-collect='run_*' counts the instructions of the timed loop only).
 //
-//   bbtree-lookup-probe ENTRIES PROBES PAGE_SIZE [get|many|scan|array]
+//   bbtree-lookup-probe ENTRIES PROBES PAGE_SIZE [get|many|scan|range|array] [LENGTH]
 //
 // Builds (once, kept in $TMPDIR) an index of ENTRIES random u64 keys with
 // u64 values, opens it populated (memory_mode::copy_huge_pages when HUGE is
 // set in the environment), and times PROBES random hits with reader::get,
-// with get_many in batches of 256 ("many"), a full cursor scan ("scan"), or
+// with get_many in batches of 256 ("many"), a full cursor scan ("scan"),
+// LENGTH entries (default 100) from lower_bound of each probe ("range"), or
 // std::lower_bound over the same keys in a 2 MiB-aligned array ("array",
 // advised for huge pages when HUGE is set).  Prints ns per operation.
 #include <bbtree/builder.h>
@@ -75,6 +76,22 @@ std::uint64_t first_byte(std::string_view value) { return static_cast<unsigned c
   return sum;
 }
 
+[[gnu::noinline]] std::uint64_t run_range(const reader& index,
+                                          const std::vector<std::string>& probes,
+                                          std::size_t length) {
+  std::uint64_t sum = 0;
+  for (const auto& probe : probes) {
+    std::size_t left = length;
+    for (cursor position = index.lower_bound(probe); left > 0 && !position.is_end();
+         --left, ++position) {
+      std::uint64_t value;
+      std::memcpy(&value, position.value().data(), 8);
+      sum += value;
+    }
+  }
+  return sum;
+}
+
 [[gnu::noinline]] std::uint64_t run_array(const std::uint64_t* first, const std::uint64_t* last,
                                           const std::vector<std::uint64_t>& probes) {
   std::uint64_t sum = 0;
@@ -90,7 +107,8 @@ std::uint64_t first_byte(std::string_view value) { return static_cast<unsigned c
 int main(int argc, char** argv) {
   if (argc < 4) {
     std::fprintf(stderr,
-                 "usage: bbtree-lookup-probe ENTRIES PROBES PAGE_SIZE [get|many|scan|array]\n");
+                 "usage: bbtree-lookup-probe ENTRIES PROBES PAGE_SIZE "
+                 "[get|many|scan|range|array] [LENGTH]\n");
     return 2;
   }
   const std::size_t entries = std::strtoull(argv[1], nullptr, 10);
@@ -159,6 +177,8 @@ int main(int argc, char** argv) {
   } else if (mode == "scan") {
     sum = run_scan(index);
     operations = index.size();
+  } else if (mode == "range") {
+    sum = run_range(index, probes, argc > 5 ? std::strtoull(argv[5], nullptr, 10) : 100);
   } else {
     std::fprintf(stderr, "bbtree-lookup-probe: unknown mode %s\n", mode.c_str());
     return 2;
