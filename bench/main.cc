@@ -84,19 +84,6 @@ struct settings {
   bool paired = true;
 };
 
-std::vector<std::string> split(const std::string& list);
-bool selected(const std::vector<std::string>& filter, const std::string& name);
-
-// The peer every other one is paired with, when pairing is on and bbtree
-// runs at all.
-const peer_entry* bbtree_entry(const settings& s) {
-  if (!s.paired) return nullptr;
-  for (const auto& p : peers) {
-    if (std::string_view(p.name) == "bbtree" && selected(s.peers, p.name)) return &p;
-  }
-  return nullptr;
-}
-
 std::vector<std::string> split(const std::string& list) {
   std::vector<std::string> out;
   std::stringstream in(list);
@@ -116,6 +103,16 @@ bool selected(const std::vector<std::string>& filter, const std::string& name) {
       return true;
   }
   return false;
+}
+
+// The peer every other one is paired with, when pairing is on and bbtree
+// runs at all.
+const peer_entry* bbtree_entry(const settings& s) {
+  if (!s.paired) return nullptr;
+  for (const auto& p : peers) {
+    if (std::string_view(p.name) == "bbtree" && selected(s.peers, p.name)) return &p;
+  }
+  return nullptr;
 }
 
 // ---------------------------------------------------------------------------
@@ -161,6 +158,18 @@ row& record(const std::string& dataset, const std::string& peer, const std::stri
   std::fprintf(stderr, "  %-16s %-18s %-4s %12.4g %-12s (min %.4g, max %.4g, n=%d)\n", peer.c_str(),
                metric.c_str(), hugepages.c_str(), r.value, unit.c_str(), r.min, r.max, r.reps);
   return results.back();
+}
+
+// Runs `reps` reps of `peer`, and with a partner as many of `partner`,
+// alternately, each going first in turn, so that drift in the machine's
+// speed moves both alike.
+template <class Peer, class Partner>
+void alternate(int reps, bool with_partner, Peer&& peer, Partner&& partner) {
+  for (int i = 0; i < reps; ++i) {
+    if (with_partner && i % 2 == 0) partner();
+    peer();
+    if (with_partner && i % 2 == 1) partner();
+  }
 }
 
 // Sets a row's paired figures from its samples and the bbtree samples
@@ -436,8 +445,7 @@ void run_peer(const settings& s, const dataset& d, const peer_entry& entry,
       expect(partner_what + " warm-up", partner->lookup(d.hits), d.hits.size(), d.hits_digest, 0);
     }
 
-    // `run(runner, what)` is one timed loop.  With a partner, the reps
-    // alternate between the two, each going first in turn.
+    // `run(runner, what)` is one timed loop.
     const auto per_op = [&](const char* metric, std::size_t ops, const std::string& unit,
                             auto&& run) {
       std::vector<double> samples, partner_samples;
@@ -445,11 +453,9 @@ void run_peer(const settings& s, const dataset& d, const peer_entry& entry,
                               std::vector<double>& into) {
         into.push_back(time_ns([&] { run(runner, label); }) / static_cast<double>(ops));
       };
-      for (int i = 0; i < s.reps; ++i) {
-        if (partner != nullptr && i % 2 == 0) sample(*partner, partner_what, partner_samples);
-        sample(*r, what, samples);
-        if (partner != nullptr && i % 2 == 1) sample(*partner, partner_what, partner_samples);
-      }
+      alternate(
+          s.reps, partner != nullptr, [&] { sample(*r, what, samples); },
+          [&] { sample(*partner, partner_what, partner_samples); });
       row& recorded = record(ds, peer, metric, hp, samples, unit, config);
       if (partner != nullptr) set_paired(recorded, samples, partner_samples);
     };
@@ -515,28 +521,18 @@ void run_peer(const settings& s, const dataset& d, const peer_entry& entry,
                                  const std::string& suffix, const std::string& hp,
                                  const std::string& config,
                                  const std::vector<first_answer_time>& partner_times = {}) {
-      const auto spawn_to_answer = [](const std::vector<first_answer_time>& of) {
-        std::vector<double> out;
-        for (const auto& t : of) out.push_back(t.spawn_to_answer);
-        return out;
+      const auto record_clock = [&](const std::string& metric, double first_answer_time::*clock) {
+        if (!want(metric.c_str())) return;
+        const auto samples = [clock](const std::vector<first_answer_time>& of) {
+          std::vector<double> out;
+          for (const auto& t : of) out.push_back(t.*clock);
+          return out;
+        };
+        row& recorded = record(ds, peer, metric, hp, samples(times), "us", config);
+        if (!partner_times.empty()) set_paired(recorded, samples(times), samples(partner_times));
       };
-      const auto open_to_answer = [](const std::vector<first_answer_time>& of) {
-        std::vector<double> out;
-        for (const auto& t : of) out.push_back(t.open_to_answer);
-        return out;
-      };
-      if (want(("first_answer_" + suffix).c_str())) {
-        row& recorded =
-            record(ds, peer, "first_answer_" + suffix, hp, spawn_to_answer(times), "us", config);
-        if (!partner_times.empty())
-          set_paired(recorded, spawn_to_answer(times), spawn_to_answer(partner_times));
-      }
-      if (want(("open_answer_" + suffix).c_str())) {
-        row& recorded =
-            record(ds, peer, "open_answer_" + suffix, hp, open_to_answer(times), "us", config);
-        if (!partner_times.empty())
-          set_paired(recorded, open_to_answer(times), open_to_answer(partner_times));
-      }
+      record_clock("first_answer_" + suffix, &first_answer_time::spawn_to_answer);
+      record_clock("open_answer_" + suffix, &first_answer_time::open_to_answer);
     };
     for (const bool huge : modes) {
       const std::string hp = huge ? "on" : "off";
@@ -544,19 +540,19 @@ void run_peer(const settings& s, const dataset& d, const peer_entry& entry,
       const std::string config = r->config(huge);
       if (want_warm) {
         const bool with_partner = paired && (!huge || paired->caps().huge);
-        const auto answer = [&](const std::string& of, const std::string& at) {
-          return spawn_first_answer(of, d.spec.kind, at, key, huge, d.digests[index], what);
+        const auto answer = [&] {
+          return spawn_first_answer(peer, d.spec.kind, file, key, huge, d.digests[index], what);
         };
-        answer(peer, file);  // warm the cache
-        if (with_partner) answer(reference->name, paired_file);
+        const auto partner_answer = [&] {
+          return spawn_first_answer(reference->name, d.spec.kind, paired_file, key, huge,
+                                    d.digests[index], what + " (paired bbtree)");
+        };
+        answer();  // warm the cache
+        if (with_partner) partner_answer();
         std::vector<first_answer_time> times, partner_times;
-        for (int i = 0; i < s.first_answer_reps; ++i) {
-          if (with_partner && i % 2 == 0)
-            partner_times.push_back(answer(reference->name, paired_file));
-          times.push_back(answer(peer, file));
-          if (with_partner && i % 2 == 1)
-            partner_times.push_back(answer(reference->name, paired_file));
-        }
+        alternate(
+            s.first_answer_reps, with_partner, [&] { times.push_back(answer()); },
+            [&] { partner_times.push_back(partner_answer()); });
         record_both(times, "warm", hp, config, partner_times);
       }
       if (want_cold) {
