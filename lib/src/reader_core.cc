@@ -674,9 +674,19 @@ BBTREE_FIRST_ANSWER std::uint64_t reader_core::integer_word(std::string_view key
   return padded_word(key.data(), key.size());
 }
 
+void reader_core::prefetch_for_scan(std::uint32_t leaf) const {
+  if (leaf + 1 < end_leaf()) prefetch_page(leaf + 1);
+}
+
+void reader_core::prefetch_scan_ahead(std::uint32_t leaf) const {
+  for (std::uint32_t next = leaf + 1; next <= leaf + 2 && next < end_leaf(); ++next)
+    prefetch_page<prefetch_bytes, 2>(next);
+}
+
 reader_core::position reader_core::search(std::string_view key, bool or_equal,
                                           page_view* bound_leaf) const {
   const std::uint32_t leaf_number = descend(key);
+  if (bound_leaf != nullptr) prefetch_scan_ahead(leaf_number);
   const page_view leaf = page(leaf_number, 0);
   const std::uint32_t index = count_below(leaf, key, or_equal);
   if (index < leaf.count) {

@@ -143,7 +143,8 @@ class reader_core {
   };
   // When `bound_leaf` is given, it receives the position's leaf, decoded,
   // if the search decoded it (bytes null otherwise), for a cursor to start
-  // with.
+  // with; the search then also starts loading the leaves after it into L2
+  // (prefetch_scan_ahead).
   position search(std::string_view key, bool or_equal, page_view* bound_leaf = nullptr) const;
   // reader::get: the integer path where it applies, else the general one.
   std::optional<std::string_view> get(std::string_view key) const;
@@ -204,23 +205,36 @@ class reader_core {
   //
   // GCC 12 drops every prefetch from `if (span == constant) { loop to the
   // constant }`: check the disassembly for prefetcht0 after changing this.
+  //
+  // Locality 3 (prefetcht0) loads into L1, whose few miss buffers a whole
+  // page fills; locality 2 (prefetcht1) loads into L2 only, which leaves
+  // them to the page being searched.
   static constexpr std::uint32_t prefetch_bytes = 1024;
-  template <std::uint32_t Bytes = prefetch_bytes>
+  template <std::uint32_t Bytes = prefetch_bytes, int Locality = 3>
   void prefetch_page(std::uint32_t number) const {
     const unsigned char* page_bytes = base_ + std::uint64_t{number} * info_.page_size;
 #pragma GCC unroll 16
     for (std::uint32_t offset = 0; offset < Bytes; offset += 64)
-      __builtin_prefetch(page_bytes + offset);
+      __builtin_prefetch(page_bytes + offset, 0, Locality);
   }
 
   // A cursor from a bound most often starts a scan, which soon crosses into
-  // the leaf after `leaf`: start loading it now (step_to_next_leaf then
-  // keeps one leaf ahead).  Not earlier, alongside the descent's own leaf,
-  // and not two leaves: both measured slower (bench/RESULTS.md, "Scan
-  // starts").  For the cursors of reader and of shard sets.
-  void prefetch_for_scan(std::uint32_t leaf) const {
-    if (leaf + 1 < end_leaf()) prefetch_page(leaf + 1);
-  }
+  // the leaf after `leaf`: load it into L1 once the search is done
+  // (step_to_next_leaf then keeps one leaf ahead).  For the cursors of
+  // reader and of shard sets.
+  //
+  // This and the next are defined in lib/src/reader_core.cc, not here:
+  // inlined from this header into reader.cc and shards.cc, GCC 12 emitted
+  // none of their prefetches (objdump: no prefetch instruction in
+  // reader::lower_bound), silently.
+  void prefetch_for_scan(std::uint32_t leaf) const;
+  // Earlier still, as soon as a bound's search knows its leaf, beside the
+  // leaf's own prefetch: the two leaves after it, into L2 (prefetcht1),
+  // which leaves L1's few miss buffers to the leaf being searched.  A
+  // 100-entry scan from a random start crosses into one or two of them, and
+  // finds them there instead of waiting for a whole miss (bench/RESULTS.md,
+  // "Short scans").
+  void prefetch_scan_ahead(std::uint32_t leaf) const;
 
   // A cursor at `at`; `leaf`, when its bytes are set, is the position's
   // leaf as the caller has decoded it (see search), not decoded again.
