@@ -417,7 +417,10 @@ void run_peer(const settings& s, const dataset& d, const peer_entry& entry,
   // is as fresh in the page cache as the peer's own files.
   std::unique_ptr<peer_runner> paired;
   const std::string paired_file = s.workdir + "/" + ds + ".bbtree-paired";
-  if (reference != nullptr && peer != reference->name) {
+  const bool paired_metric_wanted =
+      want("lookup_hit") || want("lookup_miss") || want("batch_hit") || want("batch_miss") ||
+      want("scan100") || want("full_scan") || want("first_answer_warm") || want("open_answer_warm");
+  if (reference != nullptr && peer != reference->name && paired_metric_wanted) {
     paired = reference->make(d.spec.kind);
     paired->build(d, true, paired_file);
   }
@@ -640,8 +643,11 @@ const row* bbtree_row(const row& r) {
 }
 
 // Peer over bbtree: the paired ratio where there is one, else the ratio of
-// the two rows' medians.
-std::string ratio_text(const row& r) {
+// the two rows' medians; empty without a bbtree row.  Three significant
+// digits for the markdown table; the CSV keeps six, since targets.py
+// compares them with bars such as 0.7 (a paired 1.4249 printed as 1.42
+// would read 0.704).
+std::string ratio_text(const row& r, int digits = 3) {
   double ratio = r.paired_ratio;
   if (ratio == 0) {
     const row* b = bbtree_row(r);
@@ -649,7 +655,7 @@ std::string ratio_text(const row& r) {
     ratio = r.value / b->value;
   }
   char text[32];
-  std::snprintf(text, sizeof text, "%.3g", ratio);
+  std::snprintf(text, sizeof text, "%.*g", digits, ratio);
   return text;
 }
 
@@ -661,7 +667,7 @@ void write_csv(const std::string& path) {
     char numbers[160];
     std::snprintf(numbers, sizeof numbers, "%.6g,%.6g,%.6g", r.value, r.min, r.max);
     out << csv_field(r.dataset) << ',' << csv_field(r.peer) << ',' << r.metric << ',' << r.hugepages
-        << ',' << numbers << ',' << csv_field(r.unit) << ',' << r.reps << ',' << ratio_text(r)
+        << ',' << numbers << ',' << csv_field(r.unit) << ',' << r.reps << ',' << ratio_text(r, 6)
         << ',' << (r.huge_kb >= 0 ? std::to_string(r.huge_kb) : "") << ','
         << (r.rss_kb >= 0 ? std::to_string(r.rss_kb) : "") << ','
         << (r.mapped_kb >= 0 ? std::to_string(r.mapped_kb) : "") << ',' << csv_field(r.config)

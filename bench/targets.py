@@ -7,9 +7,10 @@ Every target is a ratio between two figures of the same run, so that the
 machine's noise moves both sides.  Where the peer's row is paired (its reps
 alternated with a bbtree index of the same data, column
 paired_bbtree_median), the ratio is the paired one, the median of the
-per-rep ratios, and bbtree's figure is the median of its paired reps.  Each row gives both figures, the ratio,
-the bar and whether it was met; a figure missing from the CSV (a peer or a
-dataset not run) gives "not measured", never a pass.
+per-rep ratios, and bbtree's figure is the median of its paired reps.
+Each row gives both figures, the ratio, the bar and whether it was met; a
+figure missing from the CSV (a peer or a dataset not run) gives "not
+measured", never a pass.
 """
 
 import csv

@@ -204,7 +204,9 @@ class reader_core {
   // is harmless (a prefetch never faults, even past the mapping).
   //
   // GCC 12 drops every prefetch from `if (span == constant) { loop to the
-  // constant }`: check the disassembly for prefetcht0 after changing this.
+  // constant }`, and those of some helpers inlined from this header (see
+  // prefetch_for_scan): the ctest codegen.prefetches checks the
+  // disassembly of the functions that prefetch.
   //
   // Locality 3 (prefetcht0) loads into L1, whose few miss buffers a whole
   // page fills; locality 2 (prefetcht1) loads into L2 only, which leaves
