@@ -113,17 +113,18 @@ class runner final : public peer_runner {
   }
 
   tally lookup_batched(std::span<const std::string_view> keys, std::size_t batch) override {
-    tally t;
+    std::uint64_t hits = 0;
+    std::uint64_t digests = 0;
     if constexpr (requires(std::uint64_t & d) { peer_.get_many(keys, d); }) {
       for (std::size_t at = 0; at < keys.size(); at += batch) {
         const auto part = keys.subspan(at, std::min(batch, keys.size() - at));
-        t.hits += peer_.get_many(part, t.digest);
+        hits += peer_.get_many(part, digests);
       }
     } else {
       (void)keys;
       (void)batch;
     }
-    return t;
+    return {.hits = hits, .digest = digests};
   }
 
   tally scan(std::span<const std::string_view> starts, std::size_t length) override {
