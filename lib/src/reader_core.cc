@@ -187,6 +187,10 @@ BBTREE_FIRST_ANSWER void reader_core::validate_header(const unsigned char* heade
   }
   prefix_limit_ =
       info_.keys == key_kind::bytes ? info_.page_size : std::min(info_.key_size, info_.page_size);
+  if (info_.height >= 3) {
+    const std::uint64_t level1_pages = level_end_page(1) - level_first_page_[1];
+    leaves_per_level1_page_ = (std::uint64_t{info_.leaf_count} + level1_pages - 1) / level1_pages;
+  }
 }
 
 void reader_core::diagnose_page(const page_view& view, int expected_level) const {
@@ -569,7 +573,8 @@ BBTREE_FIRST_ANSWER std::uint32_t reader_core::descend(std::string_view key) con
   std::uint32_t level = info_.height - 1;
   if (integer_probe(key)) {
     const std::uint64_t word = integer_word(key);
-    for (; level > 0 && integer_step<false>(word, level, number); --level) prefetch_page(number);
+    for (; level > 0 && integer_step<false>(word, level, number); --level) {
+    }
   }
   for (; level > 0; --level) {
     number = inner_step(key, level, number);
@@ -619,15 +624,51 @@ bool reader_core::integer_step(std::uint64_t word, std::uint32_t level,
   integer_layout layout;
   if (!read_integer_layout(p, level, layout)) [[unlikely]]
     return false;
-  const std::uint64_t child =
-      std::uint64_t{level_first_page_[level - 1]} +
-      load_le<std::uint32_t>(p + page::first_child_offset) +
+  const std::uint32_t index =
       integer_search<true, search>(p, layout.prefix_length, layout.width, layout.count, word).index;
+  const std::uint64_t child = std::uint64_t{level_first_page_[level - 1]} +
+                              load_le<std::uint32_t>(p + page::first_child_offset) + index;
   if (child >= level_first_page_[level]) [[unlikely]] {
     child_outside_level(number, child, level - 1);
   }
   number = static_cast<std::uint32_t>(child);
+  if constexpr (!Batched) {
+    prefetch_page(number);
+    if (level == 2) touch_guessed_leaf(p, layout, index, word, child);
+  }
   return true;
+}
+
+// A lone lookup reads two pages from memory, one after the other: its
+// level-1 page, then its leaf.  Level 2, which is in cache, already bounds
+// the probe's level-1 page by two separators, and where keys are spread
+// evenly the probe's place between them says which of that page's leaves it
+// will reach.  Touching one line of that leaf now, while the level-1 page
+// is on its way, starts the leaf's address translation and its memory row
+// early.  Measured on 10M random u64 keys (bench/RESULTS.md, "A lone
+// lookup touches the leaf it guesses"): the guess is the right leaf for
+// 56% of probes and within one for 95%, and lookups take about 4% less
+// time; prefetching the whole guessed page instead was slower.  Where keys
+// are not spread evenly the guess costs one wasted line.  Only a prefetch:
+// the answer never depends on it.
+void reader_core::touch_guessed_leaf(const unsigned char* level2_page, const integer_layout& layout,
+                                     std::uint32_t index, std::uint64_t word,
+                                     std::uint64_t level1_page) const {
+  if (index == 0 || index >= layout.count) return;  // a separator missing on one side
+  std::uint64_t target;
+  if (integer_target(level2_page, layout.prefix_length, layout.width, word, target) != 0) return;
+  const unsigned char* keys = level2_page + layout.inline_keys;
+  const std::uint64_t low = format::load_inline_key(keys, index - 1, layout.width);
+  const std::uint64_t high = format::load_inline_key(keys, index, layout.width);
+  if (!(low <= target && target < high)) return;  // only in a damaged page
+  const double fraction = static_cast<double>(target - low) / static_cast<double>(high - low);
+  // The builder fills level-1 pages greedily (spec/FORMAT.md, 15.5): with
+  // fixed-size keys those before this one hold about the same number of
+  // children each, so its leaves start near ordinal * leaves_per_level1_page_.
+  const std::uint64_t ordinal = level1_page - level_first_page_[1];
+  const std::uint64_t guess = first_leaf() + ordinal * leaves_per_level1_page_ +
+                              static_cast<std::uint64_t>(fraction * leaves_per_level1_page_);
+  if (guess < end_leaf()) prefetch_page<64>(static_cast<std::uint32_t>(guess));
 }
 
 template <bool Batched>
@@ -665,7 +706,6 @@ BBTREE_FIRST_ANSWER bool reader_core::integer_get(std::uint64_t word,
   for (std::uint32_t level = info_.height - 1; level > 0; --level) {
     if (!integer_step<false>(word, level, number)) [[unlikely]]
       return false;
-    prefetch_page(number);
   }
   return integer_leaf_get<false>(word, number, value);
 }

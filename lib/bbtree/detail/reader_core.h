@@ -175,9 +175,15 @@ class reader_core {
   [[gnu::always_inline]] inline bool read_integer_layout(const unsigned char* bytes,
                                                          std::uint32_t level,
                                                          integer_layout& layout) const noexcept;
+  // One inner level; a lone lookup's step (Batched false) also prefetches
+  // the child, and at level 2 touches the leaf it guesses (below).
   template <bool Batched>
   [[gnu::always_inline]] inline bool integer_step(std::uint64_t word, std::uint32_t level,
                                                   std::uint32_t& number) const;
+  [[gnu::always_inline]] inline void touch_guessed_leaf(const unsigned char* level2_page,
+                                                        const integer_layout& layout,
+                                                        std::uint32_t index, std::uint64_t word,
+                                                        std::uint64_t level1_page) const;
   template <bool Batched>
   [[gnu::always_inline]] inline bool integer_leaf_get(std::uint64_t word, std::uint32_t leaf,
                                                       std::optional<std::string_view>& value) const;
@@ -269,6 +275,10 @@ class reader_core {
   // A page's prefix is no longer than its keys (fixed sizes) or an eighth
   // of the page (the builder's cap, and what keeps sections in the page).
   std::uint32_t prefix_limit_ = 0;
+  // Children of a full level-1 page, rounded up from the average (0 below
+  // height 3): touch_guessed_leaf's estimate of where a level-1 page's
+  // leaves start.
+  std::uint64_t leaves_per_level1_page_ = 0;
 };
 
 }  // namespace bbtree::detail
