@@ -573,8 +573,7 @@ BBTREE_FIRST_ANSWER std::uint32_t reader_core::descend(std::string_view key) con
   std::uint32_t level = info_.height - 1;
   if (integer_probe(key)) {
     const std::uint64_t word = integer_word(key);
-    for (; level > 0 && integer_step<false>(word, level, number); --level) {
-    }
+    while (level > 0 && integer_step<false>(word, level, number)) --level;
   }
   for (; level > 0; --level) {
     number = inner_step(key, level, number);
