@@ -417,9 +417,10 @@ void run_peer(const settings& s, const dataset& d, const peer_entry& entry,
   // is as fresh in the page cache as the peer's own files.
   std::unique_ptr<peer_runner> paired;
   const std::string paired_file = s.workdir + "/" + ds + ".bbtree-paired";
-  const bool paired_metric_wanted =
-      want("lookup_hit") || want("lookup_miss") || want("batch_hit") || want("batch_miss") ||
-      want("scan100") || want("full_scan") || want("first_answer_warm") || want("open_answer_warm");
+  const bool want_warm = want("first_answer_warm") || want("open_answer_warm");
+  const bool paired_metric_wanted = want("lookup_hit") || want("lookup_miss") ||
+                                    want("batch_hit") || want("batch_miss") || want("scan100") ||
+                                    want("full_scan") || want_warm;
   if (reference != nullptr && peer != reference->name && paired_metric_wanted) {
     paired = reference->make(d.spec.kind);
     paired->build(d, true, paired_file);
@@ -511,7 +512,6 @@ void run_peer(const settings& s, const dataset& d, const peer_entry& entry,
   }
   allow_huge_pages(true);  // the default, for what follows
 
-  const bool want_warm = want("first_answer_warm") || want("open_answer_warm");
   const bool want_cold = (want("first_answer_cold") || want("open_answer_cold")) && s.cold;
   if (caps.file && (want_warm || want_cold)) {
     const std::string_view key = d.hits.front();
@@ -543,19 +543,17 @@ void run_peer(const settings& s, const dataset& d, const peer_entry& entry,
       const std::string config = r->config(huge);
       if (want_warm) {
         const bool with_partner = paired && (!huge || paired->caps().huge);
-        const auto answer = [&] {
-          return spawn_first_answer(peer, d.spec.kind, file, key, huge, d.digests[index], what);
+        const auto answer = [&](const std::string& of, const std::string& at,
+                                const std::string& label) {
+          return spawn_first_answer(of, d.spec.kind, at, key, huge, d.digests[index], label);
         };
-        const auto partner_answer = [&] {
-          return spawn_first_answer(reference->name, d.spec.kind, paired_file, key, huge,
-                                    d.digests[index], what + " (paired bbtree)");
-        };
-        answer();  // warm the cache
-        if (with_partner) partner_answer();
+        const std::string partner_label = what + " (paired bbtree)";
+        answer(peer, file, what);  // warm the cache
+        if (with_partner) answer(reference->name, paired_file, partner_label);
         std::vector<first_answer_time> times, partner_times;
         alternate(
-            s.first_answer_reps, with_partner, [&] { times.push_back(answer()); },
-            [&] { partner_times.push_back(partner_answer()); });
+            s.first_answer_reps, with_partner, [&] { times.push_back(answer(peer, file, what)); },
+            [&] { partner_times.push_back(answer(reference->name, paired_file, partner_label)); });
         record_both(times, "warm", hp, config, partner_times);
       }
       if (want_cold) {

@@ -447,8 +447,9 @@ template <bool StrictlyGreater>
 // position of a probe is a masked compare and a branch-free search.  The
 // caller has checked that the inline keys lie in the page.
 struct integer_position {
-  std::uint32_t index;  // keys < word (or <= word when or_equal)
-  bool equal;           // the key at index equals word (or_equal false only)
+  std::uint32_t index;   // keys < word (or <= word when or_equal)
+  bool equal;            // the key at index equals word (or_equal false only)
+  std::uint64_t target;  // word's inline key in the page; 0 when it sorts outside the page
 };
 
 // A probe `word` against a page's prefix: negative or positive when the
@@ -478,15 +479,16 @@ template <bool OrEqual, inline_search Search = inline_search::two_level>
   std::uint64_t target;
   if (const int order = integer_target(page_bytes, prefix_length, width, word, target);
       order != 0) {
-    return {order < 0 ? 0 : count, false};
+    return {order < 0 ? 0 : count, false, 0};
   }
   const unsigned char* inline_keys = page_bytes + align8(page_header_size + prefix_length);
   const std::uint32_t index =
       inline_bound_any<OrEqual, Search>(inline_keys, width, 0, count, target);
   if constexpr (OrEqual) {
-    return {index, false};
+    return {index, false, target};
   } else {
-    return {index, index < count && format::load_inline_key(inline_keys, index, width) == target};
+    return {index, index < count && format::load_inline_key(inline_keys, index, width) == target,
+            target};
   }
 }
 
@@ -623,17 +625,17 @@ bool reader_core::integer_step(std::uint64_t word, std::uint32_t level,
   integer_layout layout;
   if (!read_integer_layout(p, level, layout)) [[unlikely]]
     return false;
-  const std::uint32_t index =
-      integer_search<true, search>(p, layout.prefix_length, layout.width, layout.count, word).index;
+  const integer_position found =
+      integer_search<true, search>(p, layout.prefix_length, layout.width, layout.count, word);
   const std::uint64_t child = std::uint64_t{level_first_page_[level - 1]} +
-                              load_le<std::uint32_t>(p + page::first_child_offset) + index;
+                              load_le<std::uint32_t>(p + page::first_child_offset) + found.index;
   if (child >= level_first_page_[level]) [[unlikely]] {
     child_outside_level(number, child, level - 1);
   }
   number = static_cast<std::uint32_t>(child);
   if constexpr (!Batched) {
     prefetch_page(number);
-    if (level == 2) touch_guessed_leaf(p, layout, index, word, child);
+    if (level == 2) touch_guessed_leaf(p, layout, found.index, found.target, child);
   }
   return true;
 }
@@ -651,11 +653,11 @@ bool reader_core::integer_step(std::uint64_t word, std::uint32_t level,
 // are not spread evenly the guess costs one wasted line.  Only a prefetch:
 // the answer never depends on it.
 void reader_core::touch_guessed_leaf(const unsigned char* level2_page, const integer_layout& layout,
-                                     std::uint32_t index, std::uint64_t word,
+                                     std::uint32_t index, std::uint64_t target,
                                      std::uint64_t level1_page) const {
-  if (index == 0 || index >= layout.count) return;  // a separator missing on one side
-  std::uint64_t target;
-  if (integer_target(level2_page, layout.prefix_length, layout.width, word, target) != 0) return;
+  // With a separator on each side the probe lies within the page's prefix,
+  // and `target` is its inline key there.
+  if (index == 0 || index >= layout.count) return;
   const unsigned char* keys = level2_page + layout.inline_keys;
   const std::uint64_t low = format::load_inline_key(keys, index - 1, layout.width);
   const std::uint64_t high = format::load_inline_key(keys, index, layout.width);

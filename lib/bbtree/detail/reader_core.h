@@ -182,7 +182,7 @@ class reader_core {
                                                   std::uint32_t& number) const;
   [[gnu::always_inline]] inline void touch_guessed_leaf(const unsigned char* level2_page,
                                                         const integer_layout& layout,
-                                                        std::uint32_t index, std::uint64_t word,
+                                                        std::uint32_t index, std::uint64_t target,
                                                         std::uint64_t level1_page) const;
   template <bool Batched>
   [[gnu::always_inline]] inline bool integer_leaf_get(std::uint64_t word, std::uint32_t leaf,
