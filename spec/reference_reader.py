@@ -12,7 +12,7 @@ only.
 Before printing anything the whole file is verified: the header (FORMAT.md
 14.1), every page (14.2), every slot (14.3), the metadata (14.4), every
 checksum (header, pages, metadata, external items) and the properties of a
-full verification (14.6): zero padding and reserved fields (minor version 0),
+full verification (14.6): zero padding and reserved fields (minor versions 0 and 1),
 the level structure, key order within and across pages, separators bounding
 their children, the heap and blob-region tiling, max_key_length and
 max_value_length.  Then a sample of keys (and probes between them) is searched
@@ -96,6 +96,9 @@ def corrupt_header(message):
 
 MAGIC = b"\x89BBTREE\n"
 HEADER_SIZE = 512
+# The minor versions this reader implements (1.1 changed only the builder
+# policy, FORMAT.md 16): reserved fields and padding are checked in them.
+KNOWN_MINOR = 1
 KEY_U64, KEY_I64, KEY_FIXED, KEY_BYTES = 1, 2, 3, 4
 VALUE_NONE, VALUE_U64, VALUE_FIXED, VALUE_BYTES = 0, 1, 2, 3
 KEY_KIND_NAMES = {KEY_U64: "u64", KEY_I64: "i64", KEY_FIXED: "fixed", KEY_BYTES: "bytes"}
@@ -295,7 +298,7 @@ def parse_header(data):
 
 def verify_header_extras(h, data):
     """Checks of a full verification (14.6) that concern the header."""
-    if h.minor_version == 0:
+    if h.minor_version <= KNOWN_MINOR:
         for a, b in HEADER_RESERVED:
             if not is_zero(data[a:b]):
                 corrupt_header(f"reserved header bytes [{a}, {b}) are not zero")
@@ -534,7 +537,7 @@ class Page:
     def verify_layout(self, spans):
         """Zero padding and reserved fields, and the heap of 9.1 (14.6)."""
         b, x = self.b, self.x
-        if self.f.h.minor_version == 0:
+        if self.f.h.minor_version <= KNOWN_MINOR:
             zero_ranges = [(11, 12), (28, 32), (32 + self.p, self.I),
                            (self.I + self.count * self.w, self.K),
                            (self.K + self.kdl, self.V), (self.V + self.vdl, self.H),

@@ -131,6 +131,67 @@ TEST_CASE("byte-string keys: adversarial sets", "[differential]") {
   }
 }
 
+TEST_CASE("keys of at most 8 bytes: leaves with tails and runs of tied inline keys",
+          "[differential]") {
+  // Leaves whose keys share 1 to 3 bytes keep 4 of the rest inline and the
+  // others as tails (spec 15.2).  Runs of consecutive keys share those 4
+  // bytes too, so lookups, bounds and batches must settle ties by the tails;
+  // the runs' starts, spread over the key space, give the leaves prefixes of
+  // every length.
+  const shape shapes[] = {
+      {key_kind::u64, 0, value_kind::u64, 0, 512},
+      {key_kind::u64, 0, value_kind::none, 0, 1024},
+      {key_kind::i64, 0, value_kind::u64, 0, 512},
+      {key_kind::fixed, 5, value_kind::u64, 0, 512},
+      {key_kind::fixed, 6, value_kind::bytes, 0, 512},
+      {key_kind::fixed, 7, value_kind::u64, 0, 1024},
+      {key_kind::fixed, 8, value_kind::fixed, 3, 512},
+  };
+  for (const shape& kinds : shapes) {
+    DYNAMIC_SECTION(kinds.describe()) {
+      const std::uint32_t key_size = kinds.key_size == 0 ? 8 : kinds.key_size;
+      std::mt19937_64 random(key_size * 7 + kinds.page_size);
+      model entries;
+      while (entries.size() < 6000) {
+        // A run of up to 60 keys counting up in the last byte, from a start
+        // whose first bytes come from a small set.
+        std::string start = random_key({key_kind::fixed, key_size}, random);
+        start[0] = static_cast<char>(random() % 3);
+        if (key_size > 5) start[1] = static_cast<char>(random() % 4);
+        start.back() = 0;
+        const std::size_t run = 1 + random() % 60;
+        for (std::size_t i = 0; i < run; ++i) {
+          std::string key = start;
+          key.back() = static_cast<char>(i * 4);
+          entries[key] = random_value(kinds, random);
+        }
+      }
+      scratch_directory scratch;
+      build_file(scratch / "index.bbt", kinds, entries);
+      const reader index = reader::open(scratch / "index.bbt");
+      // The data has the shape meant: leaves with tails, some with ties.
+      std::size_t leaves_with_tails = 0;
+      std::size_t tied_leaves = 0;
+      const auto& core = index.core();
+      for (std::uint32_t leaf = core.first_leaf(); leaf < core.end_leaf(); ++leaf) {
+        const detail::page_view page = core.page(leaf, 0);
+        if (page.sections.tail_width == 0) continue;
+        ++leaves_with_tails;
+        for (std::uint32_t i = 1; i < page.count; ++i) {
+          if (page.inline_key(i) == page.inline_key(i - 1)) {
+            ++tied_leaves;
+            break;
+          }
+        }
+      }
+      CHECK(leaves_with_tails > 10);
+      CHECK(tied_leaves > 10);
+      std::mt19937_64 probe_random(entries.size());
+      check_against_model(index, entries, probes_for(kinds, entries, probe_random, 500));
+    }
+  }
+}
+
 TEST_CASE("a value of 64 MiB round-trips", "[differential][large]") {
   const shape kinds{key_kind::u64, 0, value_kind::bytes, 0, 4096};
   model entries;

@@ -160,7 +160,7 @@ TEST_CASE("the reader's errors for a bad header", "[verify][header]") {
     store_field<std::uint16_t>(file, header::major_offset, 2);
     rechecksum_header(file);
     require_header_error(file, errc::newer_version);
-    REQUIRE_THAT(open_message(file), Catch::Contains("2.0"));
+    REQUIRE_THAT(open_message(file), Catch::Contains("format version 2.1 is newer"));
     store_field<std::uint16_t>(file, header::major_offset, 0);
     rechecksum_header(file);
     require_header_error(file, errc::corrupt_header);
@@ -267,7 +267,7 @@ TEST_CASE("header fields that only verification checks", "[verify][header]") {
       {"reserved after page_count", 76, 4, 9},
       {"reserved after max_value_length", 144, 8, 1},
       {"reserved before the checksum", 500, 1, 0x80},
-      {"optional features in a 1.0 file", header::optional_features_offset, 8, 4},
+      {"optional features in a 1.1 file", header::optional_features_offset, 8, 4},
       {"build_flags reserved bits", header::build_flags_offset, 4, 0x100},
       {"build_flags duplicate policy 3", header::build_flags_offset, 4, 6},
       {"level table past the height", header::level_table_offset + 4 * height, 4, 7},
@@ -304,6 +304,26 @@ TEST_CASE("header fields that only verification checks", "[verify][header]") {
     REQUIRE(report.problems.size() == 1);
     REQUIRE(report.problems[0].page == 0u);
     REQUIRE(report.problems[0].offset == 700);
+  }
+  SECTION("the builder policy of the file's minor version") {
+    // Random keys below 2^48: leaves share two leading bytes and keep 4 of
+    // the other 6 inline, with 2-byte tails (since 1.1); 1.0 kept all 6
+    // inline, in 8 bytes.
+    model entries;
+    std::mt19937_64 random(11);
+    while (entries.size() < 3000) entries[std::string(u64_key(random() >> 16).view())] = "";
+    const std::string current = build_bytes({key_kind::u64, 0, value_kind::none, 0, 512}, entries);
+    REQUIRE(verify_string(current).ok());
+    std::string older = current;
+    store_field<std::uint16_t>(older, header::minor_offset, 0);
+    rechecksum_header(older);
+    const verify_report report = verify_string(older);
+    REQUIRE_FALSE(report.ok());
+    REQUIRE_THAT(describe(report), Catch::Contains("inline_width 4 for 6-byte suffixes; the "
+                                                   "builder uses 8"));
+    verify_options format_only;
+    format_only.builder_policy = false;
+    REQUIRE(verify_string(older, format_only).ok());
   }
   SECTION("inline_limit: builder policy only") {
     std::string file = good;

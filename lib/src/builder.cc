@@ -140,11 +140,12 @@ struct file_shape {
 };
 
 // Builder policy (format/layout.h, spec section 15.2).
-std::uint32_t choose_inline_width(const file_shape& shape, std::uint32_t prefix_length) {
-  return format::policy_inline_width(shape.keys, shape.key_size, prefix_length);
+std::uint32_t choose_inline_width(const file_shape& shape, page_kind kind,
+                                  std::uint32_t prefix_length) {
+  return format::policy_inline_width(kind, shape.keys, shape.key_size, prefix_length);
 }
-std::uint32_t stored_prefix(const file_shape& shape, std::uint32_t common_prefix) {
-  return format::policy_prefix_length(shape.keys, shape.key_size, common_prefix);
+std::uint32_t stored_prefix(const file_shape& shape, page_kind kind, std::uint32_t common_prefix) {
+  return format::policy_prefix_length(kind, shape.keys, shape.key_size, common_prefix);
 }
 
 // Bytes an item takes in the heap: itself, or its external record.
@@ -399,8 +400,8 @@ class open_page {
   void serialize(unsigned char* page, std::uint32_t page_number, std::uint64_t header_word,
                  BlobSink&& write_blob) const {
     const std::uint32_t count = count_;
-    const std::uint32_t prefix = stored_prefix(shape_, prefix_length_);
-    const std::uint32_t width = choose_inline_width(shape_, prefix);
+    const std::uint32_t prefix = stored_prefix(shape_, kind_, prefix_length_);
+    const std::uint32_t width = choose_inline_width(shape_, kind_, prefix);
     const page_sections sections =
         compute_sections(kind_, count, prefix, width, shape_.keys, shape_.key_size, shape_.values,
                          shape_.value_size);
@@ -621,9 +622,9 @@ class open_page {
 
   // Where the heap starts in a page of `count` entries with this prefix.
   std::uint32_t sections_end(std::uint32_t count, std::uint32_t common_prefix) const {
-    const std::uint32_t prefix = stored_prefix(shape_, common_prefix);
-    return compute_sections(kind_, count, prefix, choose_inline_width(shape_, prefix), shape_.keys,
-                            shape_.key_size, shape_.values, shape_.value_size)
+    const std::uint32_t prefix = stored_prefix(shape_, kind_, common_prefix);
+    return compute_sections(kind_, count, prefix, choose_inline_width(shape_, kind_, prefix),
+                            shape_.keys, shape_.key_size, shape_.values, shape_.value_size)
         .heap;
   }
 

@@ -470,25 +470,105 @@ struct integer_position {
   return 0;
 }
 
-template <bool OrEqual, inline_search Search = inline_search::two_level>
-[[gnu::always_inline]] inline integer_position integer_search(const unsigned char* page_bytes,
-                                                              std::uint32_t prefix_length,
-                                                              std::uint32_t width,
-                                                              std::uint32_t count,
-                                                              std::uint64_t word) {
+// Where a page keeps the tails of keys longer than prefix and inline key
+// (spec/FORMAT.md, 8.3): `width` bytes each from page offset `offset`;
+// width 0 when the inline keys hold whole suffixes.
+struct tail_array {
+  std::uint32_t offset;
+  std::uint32_t width;
+};
+
+// Tail `index` as a big-endian integer.  The eight bytes ending where the
+// tail ends lie in the page, since the key data starts past the 32-byte
+// header; the caller has checked that the tail does.
+[[gnu::always_inline]] inline std::uint64_t load_tail(const unsigned char* page_bytes,
+                                                      tail_array tails, std::uint32_t index) {
+  const unsigned char* end = page_bytes + tails.offset + std::size_t{index + 1} * tails.width;
+  return load_be<std::uint64_t>(end - 8) & (~std::uint64_t{0} >> (64 - 8 * tails.width));
+}
+
+// In [low, high), a run of keys with equal inline keys and so ascending
+// tails, the first whose tail is >= tail (> tail when StrictlyGreater).
+template <bool StrictlyGreater>
+[[gnu::always_inline]] inline std::uint32_t tail_bound(const unsigned char* page_bytes,
+                                                       tail_array tails, std::uint32_t low,
+                                                       std::uint32_t high, std::uint64_t tail) {
+  while (low < high) {
+    const std::uint32_t middle = low + (high - low) / 2;
+    const std::uint64_t stored = load_tail(page_bytes, tails, middle);
+    if (StrictlyGreater ? stored <= tail : stored < tail) {
+      low = middle + 1;
+    } else {
+      high = middle;
+    }
+  }
+  return low;
+}
+
+// A probe `word` among a page's inline keys: `target` is its inline key,
+// `index` the number of inline keys < target (<= target when OrEqual), and
+// `order` nonzero when the prefix alone places it before (< 0) or after
+// every key of the page (index is then 0 or count).
+struct inline_place {
+  int order;
+  std::uint32_t index;
   std::uint64_t target;
+};
+
+template <bool OrEqual, inline_search Search>
+[[gnu::always_inline]] inline inline_place place_among_inline_keys(const unsigned char* page_bytes,
+                                                                   std::uint32_t prefix_length,
+                                                                   std::uint32_t width,
+                                                                   std::uint32_t count,
+                                                                   std::uint64_t word) {
+  std::uint64_t target = 0;
   if (const int order = integer_target(page_bytes, prefix_length, width, word, target);
       order != 0) {
-    return {order < 0 ? 0 : count, false, 0};
+    return {order, order < 0 ? 0 : count, 0};
   }
   const unsigned char* inline_keys = page_bytes + align8(page_header_size + prefix_length);
-  const std::uint32_t index =
-      inline_bound_any<OrEqual, Search>(inline_keys, width, 0, count, target);
+  return {0, inline_bound_any<OrEqual, Search>(inline_keys, width, 0, count, target), target};
+}
+
+template <bool OrEqual, inline_search Search = inline_search::two_level>
+[[gnu::always_inline]] inline integer_position integer_search(
+    const unsigned char* page_bytes, std::uint32_t prefix_length, std::uint32_t width,
+    std::uint32_t count, std::uint64_t word, tail_array tails) {
+  const inline_place place =
+      place_among_inline_keys<OrEqual, Search>(page_bytes, prefix_length, width, count, word);
+  if (place.order != 0) return {place.index, false, 0};
+  const unsigned char* inline_keys = page_bytes + align8(page_header_size + prefix_length);
+  const std::uint64_t target = place.target;
+  std::uint32_t index = place.index;
+  const auto inline_key_at = [&](std::uint32_t at) {
+    return format::load_inline_key(inline_keys, at, width);
+  };
+  if (tails.width == 0) {
+    if constexpr (OrEqual) {
+      return {index, false, target};
+    } else {
+      return {index, index < count && inline_key_at(index) == target, target};
+    }
+  }
+  // Keys with tails: among the keys whose inline key equals the probe's
+  // (one at most, unless keys are dense), the tails decide.  A tail exists
+  // only when prefix and inline key leave part of an 8-byte suffix, so the
+  // shifts stay below 64.
+  const std::uint64_t tail = (word << (8 * (prefix_length + width))) >> (64 - 8 * tails.width);
   if constexpr (OrEqual) {
-    return {index, false, target};
+    // index counts the inline keys <= target: a run of equal ones ends there.
+    if (index == 0 || inline_key_at(index - 1) != target) return {index, false, target};
+    std::uint32_t run_start = index - 1;
+    if (run_start > 0 && inline_key_at(run_start - 1) == target)
+      run_start = inline_bound_any<false, Search>(inline_keys, width, 0, run_start, target);
+    return {tail_bound<true>(page_bytes, tails, run_start, index, tail), false, target};
   } else {
-    return {index, index < count && format::load_inline_key(inline_keys, index, width) == target,
-            target};
+    if (index == count || inline_key_at(index) != target) return {index, false, target};
+    std::uint32_t run_end = index + 1;
+    if (run_end < count && inline_key_at(run_end) == target)
+      run_end = inline_bound_any<true, Search>(inline_keys, width, run_end, count, target);
+    index = tail_bound<false>(page_bytes, tails, index, run_end, tail);
+    return {index, index < run_end && load_tail(page_bytes, tails, index) == tail, target};
   }
 }
 
@@ -516,9 +596,12 @@ std::uint32_t reader_core::count_below(const page_view& page, std::string_view p
 template <bool OrEqual>
 [[gnu::always_inline]] inline reader_core::page_bound reader_core::bound_in_page(
     const page_view& page, std::string_view probe) const {
-  if (integer_search_applies(page, probe)) {
+  // Keys of at most eight bytes: prefix, inline key and tail are parts of
+  // one big-endian word (page() has checked the prefix against key_size).
+  if (integer_probe(probe)) {
     const integer_position found = integer_search<OrEqual>(
-        page.bytes, page.prefix_length, page.inline_width, page.count, integer_word(probe));
+        page.bytes, page.prefix_length, page.inline_width, page.count, integer_word(probe),
+        {page.sections.key_data, page.sections.tail_width});
     return {found.index, found.equal};
   }
   const std::uint32_t prefix_length = page.prefix_length;
@@ -590,11 +673,16 @@ struct reader_core::integer_layout {
   std::uint32_t count;
   std::uint32_t prefix_length;
   std::uint32_t inline_keys;  // offset of the inline key array
+  tail_array tails;
+
+  // Where a leaf's values start: after the key data, which holds the tails
+  // (spec/FORMAT.md, "Page sections").
+  std::uint32_t values() const noexcept { return align8(tails.offset + count * tails.width); }
 };
 
 // Reads the layout of page `bytes` and tells whether it can be searched as
-// integers at `level`: its keys have no tails and its inline keys lie in
-// the page.  The general path reports whatever fails here, if it is damage.
+// integers at `level`: its inline keys and tails lie in the page.  The
+// general path reports whatever fails here, if it is damage.
 bool reader_core::read_integer_layout(const unsigned char* bytes, std::uint32_t level,
                                       integer_layout& layout) const noexcept {
   layout.width = bytes[page::inline_width_offset];
@@ -608,9 +696,12 @@ bool reader_core::read_integer_layout(const unsigned char* bytes, std::uint32_t 
   // One branch for every check: a usable page is the rule.  A prefix longer
   // than the key wraps the suffix length around to a huge one.
   const bool kind_ok = load_le<std::uint16_t>(bytes + page::kind_offset) == kind_and_level;
-  const bool usable = kind_ok & is_valid_inline_width(layout.width) &
-                      (info_.key_size - layout.prefix_length <= layout.width) &
-                      (layout.inline_keys + layout.count * layout.width <= info_.page_size);
+  // integer_probe holds key_size <= 8, so the suffix is at most 8 bytes.
+  const std::uint32_t suffix = info_.key_size - layout.prefix_length;
+  layout.tails.offset = align8(layout.inline_keys + layout.count * layout.width);
+  layout.tails.width = suffix > layout.width ? suffix - layout.width : 0;
+  const bool usable = kind_ok & is_valid_inline_width(layout.width) & (suffix <= 8) &
+                      (layout.tails.offset + layout.count * layout.tails.width <= info_.page_size);
   return usable;
 }
 
@@ -625,8 +716,8 @@ bool reader_core::integer_step(std::uint64_t word, std::uint32_t level,
   integer_layout layout;
   if (!read_integer_layout(p, level, layout)) [[unlikely]]
     return false;
-  const integer_position found =
-      integer_search<true, search>(p, layout.prefix_length, layout.width, layout.count, word);
+  const integer_position found = integer_search<true, search>(p, layout.prefix_length, layout.width,
+                                                              layout.count, word, layout.tails);
   const std::uint64_t child = std::uint64_t{level_first_page_[level - 1]} +
                               load_le<std::uint32_t>(p + page::first_child_offset) + found.index;
   if (child >= level_first_page_[level]) [[unlikely]] {
@@ -680,8 +771,8 @@ bool reader_core::integer_leaf_get(std::uint64_t word, std::uint32_t number,
   integer_layout layout;
   if (!read_integer_layout(p, 0, layout)) [[unlikely]]
     return false;
-  const integer_position found =
-      integer_search<false, search>(p, layout.prefix_length, layout.width, layout.count, word);
+  const integer_position found = integer_search<false, search>(
+      p, layout.prefix_length, layout.width, layout.count, word, layout.tails);
   if (!found.equal) {
     value.reset();
     return true;
@@ -690,15 +781,34 @@ bool reader_core::integer_leaf_get(std::uint64_t word, std::uint32_t number,
     value = this->value(page(number, 0), found.index);
     return true;
   }
-  // Fixed-size values follow the inline keys: keys without tails have no
-  // key data section (spec/FORMAT.md, "Page sections").
-  const std::uint32_t values = align8(layout.inline_keys + layout.count * layout.width);
+  const std::uint32_t values = layout.values();
   if (values + std::uint64_t{layout.count} * info_.value_size > info_.page_size) [[unlikely]]
     return false;
   value = std::string_view(
       reinterpret_cast<const char*>(p + values + std::size_t{found.index} * info_.value_size),
       info_.value_size);
   return true;
+}
+
+// A batched lookup's first pass over its leaf, whose first lines (the
+// inline keys of a leaf of u64 keys) were prefetched with it: the probe's
+// place among the inline keys, and a prefetch of the two lines that the
+// second pass (integer_leaf_get) reads there, the tail and the value.  Their
+// misses then overlap across the batch instead of following each search.
+void reader_core::prefetch_leaf_entry(std::uint64_t word, std::uint32_t number) const {
+  const unsigned char* p = base_ + std::uint64_t{number} * info_.page_size;
+  integer_layout layout;
+  if (!read_integer_layout(p, 0, layout)) [[unlikely]]
+    return;
+  const inline_place place = place_among_inline_keys<false, inline_search::halving>(
+      p, layout.prefix_length, layout.width, layout.count, word);
+  if (place.order != 0) return;
+  const std::size_t index = place.index;
+  if (layout.tails.width > 0)
+    __builtin_prefetch(p + layout.tails.offset + index * layout.tails.width);
+  const std::size_t value_stride =
+      info_.values == value_kind::bytes ? format::slot_size : info_.value_size;
+  __builtin_prefetch(p + layout.values() + index * value_stride);
 }
 
 BBTREE_FIRST_ANSWER bool reader_core::integer_get(std::uint64_t word,
@@ -820,8 +930,16 @@ std::size_t reader_core::get_many(std::span<const std::string_view> keys,
   // anyway and whole pages crowd the memory system.  Measured
   // (bench/RESULTS.md, get_many): 16 keys and 512 bytes beat 32 keys and
   // 1024 bytes, 16 and 1024, 16 and 256, 64 and 256, 128 and 128.
+  //
+  // A batch is bound by the cache lines it asks for (about 8 ns each on
+  // this machine, however many are in flight: bench/RESULTS.md, "Leaf
+  // tails"), so an integer probe's leaf is read in two passes over the
+  // group: its first 320 bytes, which hold the header and the 69 inline
+  // keys of a 1 KiB leaf of random u64 keys; then the one line of tails and
+  // the one of values at the probe's place (prefetch_leaf_entry).
   constexpr std::size_t group = 16;
   constexpr std::uint32_t batch_prefetch_bytes = 512;
+  constexpr std::uint32_t batch_leaf_prefetch_bytes = 320;
   std::uint32_t pages[group];
   std::uint64_t words[group];
   bool integer[group];
@@ -839,8 +957,15 @@ std::size_t reader_core::get_many(std::span<const std::string_view> keys,
           integer[i] = false;
           pages[i] = inner_step(keys[start + i], level, pages[i]);
         }
-        prefetch_page<batch_prefetch_bytes>(pages[i]);
+        if (level == 1 && integer[i]) {
+          prefetch_page<batch_leaf_prefetch_bytes>(pages[i]);
+        } else {
+          prefetch_page<batch_prefetch_bytes>(pages[i]);
+        }
       }
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      if (integer[i]) prefetch_leaf_entry(words[i], pages[i]);
     }
     for (std::size_t i = 0; i < n; ++i) {
       std::optional<std::string_view>& value = out[start + i];

@@ -790,6 +790,9 @@ class verifier {
   // Section 15.2, for the prefix_cap the header records.
   void check_policy(const checked_page& page) {
     const file_info& info = core_->info();
+    const page_kind kind = page.leaf ? page_kind::leaf : page_kind::inner;
+    // The policy of the file's minor version (a later one's is not known).
+    const auto minor = static_cast<std::uint16_t>(std::min(info.minor_version, format_minor));
     const std::uint32_t width = page.inline_width;
     if (info.keys == key_kind::bytes) {
       if (width != 8) {
@@ -802,7 +805,7 @@ class verifier {
     } else {
       const std::uint32_t suffix = info.key_size - page.prefix_length;
       const std::uint32_t expected =
-          format::policy_inline_width(info.keys, info.key_size, page.prefix_length);
+          format::policy_inline_width(kind, info.keys, info.key_size, page.prefix_length, minor);
       if (width != expected) {
         page_problem(
             page, page_field::inline_width_offset,
@@ -828,7 +831,8 @@ class verifier {
            key_a_[common] == key_b_[common]) {
       ++common;
     }
-    const std::uint32_t expected = format::policy_prefix_length(info.keys, info.key_size, common);
+    const std::uint32_t expected =
+        format::policy_prefix_length(kind, info.keys, info.key_size, common, minor);
     if (prefix != expected) {
       page_problem(
           page, page_field::prefix_length_offset,

@@ -118,12 +118,6 @@ class reader_core {
   // Appends the full key of entry `index` to `out`.
   void append_key(const page_view& page, std::uint32_t index, std::string& out) const;
 
-  // Whether `probe` can be searched in `page` as a big-endian integer.
-  // The inline key then holds the whole suffix, so inline order is key
-  // order and no tie needs the full key.
-  bool integer_search_applies(const page_view& page, std::string_view probe) const {
-    return integer_probe(probe) && page.sections.tail_width == 0;
-  }
   // Number of keys of `page` that are < probe (or <= probe when or_equal).
   std::uint32_t count_below(const page_view& page, std::string_view probe, bool or_equal) const;
   // count_below, and without OrEqual whether the key at that index equals
@@ -184,6 +178,8 @@ class reader_core {
                                                         const integer_layout& layout,
                                                         std::uint32_t index, std::uint64_t target,
                                                         std::uint64_t level1_page) const;
+  [[gnu::always_inline]] inline void prefetch_leaf_entry(std::uint64_t word,
+                                                         std::uint32_t leaf) const;
   template <bool Batched>
   [[gnu::always_inline]] inline bool integer_leaf_get(std::uint64_t word, std::uint32_t leaf,
                                                       std::optional<std::string_view>& value) const;
