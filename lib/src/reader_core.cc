@@ -931,9 +931,9 @@ std::size_t reader_core::get_many(std::span<const std::string_view> keys,
   // (bench/RESULTS.md, get_many): 16 keys and 512 bytes beat 32 keys and
   // 1024 bytes, 16 and 1024, 16 and 256, 64 and 256, 128 and 128.
   //
-  // A batch is bound by the cache lines it asks for (about 8 ns each on
-  // this machine, however many are in flight: bench/RESULTS.md, "Leaf
-  // tails"), so an integer probe's leaf is read in two passes over the
+  // A batch is bound by the cache lines it asks for (8 to 14 ns each on
+  // this machine, however far ahead they are prefetched: bench/RESULTS.md,
+  // "Leaf tails"), so an integer probe's leaf is read in two passes over the
   // group: its first 320 bytes, which hold the header and the 69 inline
   // keys of a 1 KiB leaf of random u64 keys; then the one line of tails and
   // the one of values at the probe's place (prefetch_leaf_entry).
