@@ -530,12 +530,15 @@ template <bool OrEqual, inline_search Search>
   return {0, inline_bound_any<OrEqual, Search>(inline_keys, width, 0, count, target), target};
 }
 
+// The probe's position among a page's keys, from its place among their
+// inline keys: ties settled by the tails, and without OrEqual whether the
+// key there equals the probe.
 template <bool OrEqual, inline_search Search = inline_search::two_level>
-[[gnu::always_inline]] inline integer_position integer_search(
-    const unsigned char* page_bytes, std::uint32_t prefix_length, std::uint32_t width,
-    std::uint32_t count, std::uint64_t word, tail_array tails) {
-  const inline_place place =
-      place_among_inline_keys<OrEqual, Search>(page_bytes, prefix_length, width, count, word);
+[[gnu::always_inline]] inline integer_position settle_ties(const unsigned char* page_bytes,
+                                                           std::uint32_t prefix_length,
+                                                           std::uint32_t width, std::uint32_t count,
+                                                           std::uint64_t word, tail_array tails,
+                                                           inline_place place) {
   if (place.order != 0) return {place.index, false, 0};
   const unsigned char* inline_keys = page_bytes + align8(page_header_size + prefix_length);
   const std::uint64_t target = place.target;
@@ -570,6 +573,15 @@ template <bool OrEqual, inline_search Search = inline_search::two_level>
     index = tail_bound<false>(page_bytes, tails, index, run_end, tail);
     return {index, index < run_end && load_tail(page_bytes, tails, index) == tail, target};
   }
+}
+
+template <bool OrEqual, inline_search Search = inline_search::two_level>
+[[gnu::always_inline]] inline integer_position integer_search(
+    const unsigned char* page_bytes, std::uint32_t prefix_length, std::uint32_t width,
+    std::uint32_t count, std::uint64_t word, tail_array tails) {
+  return settle_ties<OrEqual, Search>(
+      page_bytes, prefix_length, width, count, word, tails,
+      place_among_inline_keys<OrEqual, Search>(page_bytes, prefix_length, width, count, word));
 }
 
 }  // namespace
@@ -763,16 +775,51 @@ void reader_core::touch_guessed_leaf(const unsigned char* level2_page, const int
   if (guess < end_leaf()) prefetch_page<64>(static_cast<std::uint32_t>(guess));
 }
 
-template <bool Batched>
+// An integer probe's place among the inline keys of its leaf.
+struct reader_core::leaf_place {
+  integer_layout layout;
+  inline_place place;
+};
+
 bool reader_core::integer_leaf_get(std::uint64_t word, std::uint32_t number,
                                    std::optional<std::string_view>& value) const {
-  constexpr inline_search search = Batched ? inline_search::halving : inline_search::two_level;
   const unsigned char* p = base_ + std::uint64_t{number} * info_.page_size;
-  integer_layout layout;
-  if (!read_integer_layout(p, 0, layout)) [[unlikely]]
+  leaf_place at;
+  if (!read_integer_layout(p, 0, at.layout)) [[unlikely]]
     return false;
-  const integer_position found = integer_search<false, search>(
-      p, layout.prefix_length, layout.width, layout.count, word, layout.tails);
+  at.place = place_among_inline_keys<false, inline_search::two_level>(
+      p, at.layout.prefix_length, at.layout.width, at.layout.count, word);
+  return answer_in_leaf(word, number, at, value);
+}
+
+// A batched lookup's first pass over its leaf, whose first lines (the
+// inline keys of a leaf of u64 keys) were prefetched with it: the probe's
+// place among the inline keys, and a prefetch of the two lines that the
+// second pass (answer_in_leaf) reads there, the tail and the value.  Their
+// misses then overlap across the batch instead of following each search.
+bool reader_core::place_in_leaf(std::uint64_t word, std::uint32_t number, leaf_place& at) const {
+  const unsigned char* p = base_ + std::uint64_t{number} * info_.page_size;
+  if (!read_integer_layout(p, 0, at.layout)) [[unlikely]]
+    return false;
+  const integer_layout& layout = at.layout;
+  at.place = place_among_inline_keys<false, inline_search::halving>(
+      p, layout.prefix_length, layout.width, layout.count, word);
+  if (at.place.order != 0) return true;
+  const std::size_t index = at.place.index;
+  if (layout.tails.width > 0)
+    __builtin_prefetch(p + layout.tails.offset + index * layout.tails.width);
+  const std::size_t value_stride =
+      info_.values == value_kind::bytes ? format::slot_size : info_.value_size;
+  __builtin_prefetch(p + layout.values() + index * value_stride);
+  return true;
+}
+
+bool reader_core::answer_in_leaf(std::uint64_t word, std::uint32_t number, const leaf_place& at,
+                                 std::optional<std::string_view>& value) const {
+  const unsigned char* p = base_ + std::uint64_t{number} * info_.page_size;
+  const integer_layout& layout = at.layout;
+  const integer_position found = settle_ties<false>(p, layout.prefix_length, layout.width,
+                                                    layout.count, word, layout.tails, at.place);
   if (!found.equal) {
     value.reset();
     return true;
@@ -790,27 +837,6 @@ bool reader_core::integer_leaf_get(std::uint64_t word, std::uint32_t number,
   return true;
 }
 
-// A batched lookup's first pass over its leaf, whose first lines (the
-// inline keys of a leaf of u64 keys) were prefetched with it: the probe's
-// place among the inline keys, and a prefetch of the two lines that the
-// second pass (integer_leaf_get) reads there, the tail and the value.  Their
-// misses then overlap across the batch instead of following each search.
-void reader_core::prefetch_leaf_entry(std::uint64_t word, std::uint32_t number) const {
-  const unsigned char* p = base_ + std::uint64_t{number} * info_.page_size;
-  integer_layout layout;
-  if (!read_integer_layout(p, 0, layout)) [[unlikely]]
-    return;
-  const inline_place place = place_among_inline_keys<false, inline_search::halving>(
-      p, layout.prefix_length, layout.width, layout.count, word);
-  if (place.order != 0) return;
-  const std::size_t index = place.index;
-  if (layout.tails.width > 0)
-    __builtin_prefetch(p + layout.tails.offset + index * layout.tails.width);
-  const std::size_t value_stride =
-      info_.values == value_kind::bytes ? format::slot_size : info_.value_size;
-  __builtin_prefetch(p + layout.values() + index * value_stride);
-}
-
 BBTREE_FIRST_ANSWER bool reader_core::integer_get(std::uint64_t word,
                                                   std::optional<std::string_view>& value) const {
   std::uint32_t number = info_.root_page;
@@ -818,7 +844,7 @@ BBTREE_FIRST_ANSWER bool reader_core::integer_get(std::uint64_t word,
     if (!integer_step<false>(word, level, number)) [[unlikely]]
       return false;
   }
-  return integer_leaf_get<false>(word, number, value);
+  return integer_leaf_get(word, number, value);
 }
 
 BBTREE_FIRST_ANSWER std::uint64_t reader_core::integer_word(std::string_view key) const noexcept {
@@ -936,11 +962,12 @@ std::size_t reader_core::get_many(std::span<const std::string_view> keys,
   // "Leaf tails"), so an integer probe's leaf is read in two passes over the
   // group: its first 320 bytes, which hold the header and the 69 inline
   // keys of a 1 KiB leaf of random u64 keys; then the one line of tails and
-  // the one of values at the probe's place (prefetch_leaf_entry).
+  // the one of values at the probe's place (place_in_leaf).
   constexpr std::size_t group = 16;
   constexpr std::uint32_t batch_prefetch_bytes = 512;
   constexpr std::uint32_t batch_leaf_prefetch_bytes = 320;
   std::uint32_t pages[group];
+  leaf_place leaf_places[group];
   std::uint64_t words[group];
   bool integer[group];
   std::size_t found = 0;
@@ -965,11 +992,11 @@ std::size_t reader_core::get_many(std::span<const std::string_view> keys,
       }
     }
     for (std::size_t i = 0; i < n; ++i) {
-      if (integer[i]) prefetch_leaf_entry(words[i], pages[i]);
+      if (integer[i]) integer[i] = place_in_leaf(words[i], pages[i], leaf_places[i]);
     }
     for (std::size_t i = 0; i < n; ++i) {
       std::optional<std::string_view>& value = out[start + i];
-      if (!integer[i] || !integer_leaf_get<true>(words[i], pages[i], value))
+      if (!integer[i] || !answer_in_leaf(words[i], pages[i], leaf_places[i], value))
         value = get_in_leaf(pages[i], keys[start + i]);
       found += value.has_value();
       // The caller reads the values next: a value in the blob region is

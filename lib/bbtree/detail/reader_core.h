@@ -158,8 +158,8 @@ class reader_core {
                                                          std::uint32_t number) const;
   // The lookup of an integer probe (integer_probe() true) on raw page
   // bytes, with only the checks that keep reads inside the page.  Returns
-  // false where the general path must take over: a page whose keys have
-  // tails, or one that fails a check (the general path then reports it).
+  // false where the general path must take over: at a page that fails a
+  // check (the general path then reports it).
   bool integer_get(std::uint64_t word, std::optional<std::string_view>& value) const;
   // Its parts, inlined into integer_get, get_many and descend so that a
   // lookup runs without calls (lib/src/reader_core.cc only).  Batched:
@@ -178,11 +178,17 @@ class reader_core {
                                                         const integer_layout& layout,
                                                         std::uint32_t index, std::uint64_t target,
                                                         std::uint64_t level1_page) const;
-  [[gnu::always_inline]] inline void prefetch_leaf_entry(std::uint64_t word,
-                                                         std::uint32_t leaf) const;
-  template <bool Batched>
   [[gnu::always_inline]] inline bool integer_leaf_get(std::uint64_t word, std::uint32_t leaf,
                                                       std::optional<std::string_view>& value) const;
+  // A batch reads a leaf in two passes (get_many): the probe's place among
+  // the inline keys, then the answer from that place.  Both return false
+  // where the general path must take over.
+  struct leaf_place;
+  [[gnu::always_inline]] inline bool place_in_leaf(std::uint64_t word, std::uint32_t leaf,
+                                                   leaf_place& at) const;
+  [[gnu::always_inline]] inline bool answer_in_leaf(std::uint64_t word, std::uint32_t leaf,
+                                                    const leaf_place& at,
+                                                    std::optional<std::string_view>& value) const;
   // Whether a probe has the size of this file's keys, at most eight bytes,
   // so that it can be searched as an integer.
   bool integer_probe(std::string_view key) const noexcept {
