@@ -526,7 +526,7 @@ template <bool OrEqual, inline_search Search>
       order != 0) {
     return {order, order < 0 ? 0 : count, 0};
   }
-  const unsigned char* inline_keys = page_bytes + align8(page_header_size + prefix_length);
+  const unsigned char* inline_keys = page_bytes + format::inline_keys_offset(prefix_length);
   return {0, inline_bound_any<OrEqual, Search>(inline_keys, width, 0, count, target), target};
 }
 
@@ -540,7 +540,7 @@ template <bool OrEqual, inline_search Search = inline_search::two_level>
                                                            std::uint64_t word, tail_array tails,
                                                            inline_place place) {
   if (place.order != 0) return {place.index, false, 0};
-  const unsigned char* inline_keys = page_bytes + align8(page_header_size + prefix_length);
+  const unsigned char* inline_keys = page_bytes + format::inline_keys_offset(prefix_length);
   const std::uint64_t target = place.target;
   std::uint32_t index = place.index;
   const auto inline_key_at = [&](std::uint32_t at) {
@@ -689,7 +689,9 @@ struct reader_core::integer_layout {
 
   // Where a leaf's values start: after the key data, which holds the tails
   // (spec/FORMAT.md, "Page sections").
-  std::uint32_t values() const noexcept { return align8(tails.offset + count * tails.width); }
+  std::uint32_t values() const noexcept {
+    return format::section_after(tails.offset, count, tails.width);
+  }
 };
 
 // Reads the layout of page `bytes` and tells whether it can be searched as
@@ -700,18 +702,18 @@ bool reader_core::read_integer_layout(const unsigned char* bytes, std::uint32_t 
   layout.width = bytes[page::inline_width_offset];
   layout.count = load_le<std::uint16_t>(bytes + page::count_offset);
   layout.prefix_length = load_le<std::uint16_t>(bytes + page::prefix_length_offset);
-  layout.inline_keys = align8(page_header_size + layout.prefix_length);
+  layout.inline_keys = format::inline_keys_offset(layout.prefix_length);
   const page_kind kind = level == 0 ? page_kind::leaf : page_kind::inner;
   // The kind and level bytes are adjacent: one compare checks both.
   static_assert(page::level_offset == page::kind_offset + 1);
   const std::uint32_t kind_and_level = static_cast<std::uint32_t>(kind) | (level << 8);
-  // One branch for every check: a usable page is the rule.  A prefix longer
-  // than the key wraps the suffix length around to a huge one.
+  // One branch for every check: a usable page is the rule.  integer_probe
+  // holds key_size <= 8, so the suffix fits a 64-bit word unless the prefix
+  // is longer than the key, which wraps its length around to a huge one.
   const bool kind_ok = load_le<std::uint16_t>(bytes + page::kind_offset) == kind_and_level;
-  // integer_probe holds key_size <= 8, so the suffix is at most 8 bytes.
   const std::uint32_t suffix = info_.key_size - layout.prefix_length;
-  layout.tails.offset = align8(layout.inline_keys + layout.count * layout.width);
-  layout.tails.width = suffix > layout.width ? suffix - layout.width : 0;
+  layout.tails.offset = format::section_after(layout.inline_keys, layout.count, layout.width);
+  layout.tails.width = format::tail_width(suffix, layout.width);
   const bool usable = kind_ok & is_valid_inline_width(layout.width) & (suffix <= 8) &
                       (layout.tails.offset + layout.count * layout.tails.width <= info_.page_size);
   return usable;

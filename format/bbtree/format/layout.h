@@ -252,6 +252,22 @@ struct page_sections {
   std::uint32_t tail_width = 0;  // fixed keys: bytes of each key after prefix and inline key
 };
 
+// The parts of compute_sections that a search reads on its own: where the
+// inline keys start, where the section after an array of `count` items of
+// `item_size` bytes from `start` begins, and how many bytes of a suffix of
+// a fixed-size key are left for its tail.
+constexpr std::uint32_t inline_keys_offset(std::uint32_t prefix_length) noexcept {
+  return align8(page_header_size + prefix_length);
+}
+constexpr std::uint32_t section_after(std::uint32_t start, std::uint32_t count,
+                                      std::uint32_t item_size) noexcept {
+  return align8(start + count * item_size);
+}
+constexpr std::uint32_t tail_width(std::uint32_t suffix_length,
+                                   std::uint32_t inline_width) noexcept {
+  return suffix_length > inline_width ? suffix_length - inline_width : 0;
+}
+
 // Computes section offsets; the caller checks that `heap` (and heap_end) lie
 // within the page.  Widened arithmetic: no input can overflow it.
 constexpr page_sections compute_sections(page_kind kind, std::uint32_t count,
@@ -260,17 +276,15 @@ constexpr page_sections compute_sections(page_kind kind, std::uint32_t count,
                                          std::uint32_t value_size) noexcept {
   page_sections sections;
   sections.prefix = page_header_size;
-  sections.inline_keys = align8(page_header_size + prefix_length);
-  sections.key_data = align8(sections.inline_keys + count * inline_width);
-  std::uint32_t key_data_size = 0;
+  sections.inline_keys = inline_keys_offset(prefix_length);
+  sections.key_data = section_after(sections.inline_keys, count, inline_width);
   if (keys == key_kind::bytes) {
-    key_data_size = count * slot_size;
+    sections.values = section_after(sections.key_data, count, slot_size);
   } else {
     const std::uint32_t suffix = key_size > prefix_length ? key_size - prefix_length : 0;
-    sections.tail_width = suffix > inline_width ? suffix - inline_width : 0;
-    key_data_size = count * sections.tail_width;
+    sections.tail_width = tail_width(suffix, inline_width);
+    sections.values = section_after(sections.key_data, count, sections.tail_width);
   }
-  sections.values = align8(sections.key_data + key_data_size);
   std::uint32_t value_data_size = 0;
   if (kind == page_kind::leaf) {
     switch (values) {
