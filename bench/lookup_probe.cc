@@ -11,8 +11,15 @@
 // LENGTH entries (default 100) from lower_bound of each probe ("range"), or
 // std::lower_bound over the same keys in a 2 MiB-aligned array ("array",
 // advised for huge pages when HUGE is set).  Prints ns per operation.
+// With KEYS=str in the environment the index holds the benchmark's
+// path-like string keys and values instead (bench/dataset.h, generate), and
+// the probes are that dataset's hits; "get" and "many" only.  DISTINCT=K
+// repeats the first K probes over and over (a working set that stays in the
+// caches).
 #include <bbtree/builder.h>
 #include <bbtree/reader.h>
+
+#include "dataset.h"
 
 #include <sys/mman.h>
 #include <algorithm>
@@ -39,6 +46,25 @@ std::string big_endian(std::uint64_t value) {
 }
 
 std::uint64_t first_byte(std::string_view value) { return static_cast<unsigned char>(value[0]); }
+
+// The index of path-like keys and the probes (hits) for KEYS=str.
+std::vector<std::string> string_index(std::size_t entries, std::size_t probe_count,
+                                      std::uint32_t page_size, const std::filesystem::path& file) {
+  const bench::dataset data =
+      bench::generate({"str", bench::data_kind::str, entries}, probe_count, 0);
+  if (!std::filesystem::exists(file)) {
+    build_options options;
+    options.keys = key_kind::bytes;
+    options.values = value_kind::bytes;
+    options.page_size = page_size;
+    options.sync = false;
+    options.overwrite = true;
+    builder writer(file, options);
+    for (std::size_t i = 0; i < data.size(); ++i) writer.add(data.keys[i], data.values[i]);
+    writer.finish();
+  }
+  return {data.hits.begin(), data.hits.end()};
+}
 
 [[gnu::noinline]] std::uint64_t run_get(const reader& index,
                                         const std::vector<std::string>& probes) {
@@ -144,10 +170,16 @@ int main(int argc, char** argv) {
     return 0;
   }
   const char* directory = std::getenv("TMPDIR");
+  const char* key_kind_name = std::getenv("KEYS");
+  const bool strings = key_kind_name != nullptr && std::string_view(key_kind_name) == "str";
   const std::filesystem::path file =
       std::filesystem::path(directory ? directory : "/tmp") /
-      ("bbtree-probe-" + std::to_string(entries) + "-" + std::to_string(page_size) + ".bbt");
-  if (!std::filesystem::exists(file)) {
+      ("bbtree-probe-" + std::string(strings ? "str-" : "") + std::to_string(entries) + "-" +
+       std::to_string(page_size) + ".bbt");
+  std::vector<std::string> probes;
+  if (strings) {
+    probes = string_index(entries, probe_count, page_size, file);
+  } else if (!std::filesystem::exists(file)) {
     build_options options;
     options.keys = key_kind::u64;
     options.values = value_kind::u64;
@@ -165,9 +197,16 @@ int main(int argc, char** argv) {
   open.memory = huge ? memory_mode::copy_huge_pages : memory_mode::map;
   open.populate = true;
   const reader index = reader::open(file, open);
-  std::vector<std::string> probes;
-  probes.reserve(probe_count);
-  for (const std::uint64_t key : probe_keys) probes.push_back(big_endian(key));
+  if (!strings) {
+    probes.reserve(probe_count);
+    for (const std::uint64_t key : probe_keys) probes.push_back(big_endian(key));
+  }
+  // DISTINCT=K repeats the first K probes, so that their pages stay in the
+  // caches: what a lookup costs without its misses.
+  if (const char* distinct = std::getenv("DISTINCT")) {
+    const std::size_t repeat = std::max<std::size_t>(1, std::strtoull(distinct, nullptr, 10));
+    for (std::size_t i = repeat; i < probes.size(); ++i) probes[i] = probes[i % repeat];
+  }
 
   const auto timed = std::chrono::steady_clock::now();
   if (mode == "get") {

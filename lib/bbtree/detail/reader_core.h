@@ -189,6 +189,14 @@ class reader_core {
   [[gnu::always_inline]] inline bool answer_in_leaf(std::uint64_t word, std::uint32_t leaf,
                                                     const leaf_place& at,
                                                     std::optional<std::string_view>& value) const;
+  // The same two passes for the other probes.
+  struct general_place;
+  [[gnu::noinline]] void place_in_leaf(std::string_view key, std::uint32_t leaf,
+                                       general_place& at) const;
+  [[gnu::noinline]] std::optional<std::string_view> answer_in_leaf(std::string_view key,
+                                                                   std::uint32_t leaf,
+                                                                   const general_place& at) const;
+  void prefetch_entry_items(const page_view& leaf, std::uint32_t index) const;
   // Whether a probe has the size of this file's keys, at most eight bytes,
   // so that it can be searched as an integer.
   bool integer_probe(std::string_view key) const noexcept {
