@@ -626,9 +626,10 @@ struct key_place {
     if (order < 0 || (order == 0 && probe.size() < prefix_length)) return {-1, 0, 0};
     if (order > 0) return {1, page.count, 0};
   }
-  const std::string_view suffix = probe.substr(prefix_length);
-  const std::uint64_t target = inline_key_of(reinterpret_cast<const unsigned char*>(suffix.data()),
-                                             suffix.size(), page.inline_width);
+  // The prefix matched, so the probe is at least prefix_length long.
+  const std::uint64_t target =
+      inline_key_of(reinterpret_cast<const unsigned char*>(probe.data()) + prefix_length,
+                    probe.size() - prefix_length, page.inline_width);
   return {0, inline_bound_any<false>(page, 0, page.count, target), target};
 }
 
@@ -647,7 +648,8 @@ template <bool OrEqual>
   if (tie_end < page.count && page.inline_key(tie_end) == target) {
     tie_end = inline_bound_any<true>(page, below, page.count, target);
   }
-  const std::string_view suffix = probe.substr(page.prefix_length);
+  const std::string_view suffix(probe.data() + page.prefix_length,
+                                probe.size() - page.prefix_length);
   std::uint32_t low = below;
   std::uint32_t high = tie_end;
   bool equal = false;
