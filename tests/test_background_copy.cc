@@ -7,6 +7,7 @@
 #include "test_support.h"
 
 #include <bbtree/memory_report.h>
+#include <bbtree/typed.h>
 
 #include <catch2/catch.hpp>
 
@@ -16,6 +17,8 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 using namespace bbtree;
@@ -199,4 +202,63 @@ TEST_CASE("the other memory modes report without waiting whether they copied",
   const std::string bytes = read_file(path);
   const reader in_memory = reader::from_memory(std::as_bytes(std::span(bytes)));
   REQUIRE_FALSE(in_memory.wait_for_huge_page_copy());
+}
+
+TEST_CASE("a path as std::filesystem::path, std::string or C string opens the same file",
+          "[memory][open]") {
+  scratch_directory scratch;
+  const std::filesystem::path path = build_even_keys(scratch, 1000);
+  const std::string name = path.string();
+  for (const memory_mode mode :
+       {memory_mode::map, memory_mode::map_huge_pages, memory_mode::copy_huge_pages,
+        memory_mode::map_then_copy_huge_pages}) {
+    open_options options;
+    options.memory = mode;
+    const reader opened[] = {reader::open(path, options), reader::open(name, options),
+                             reader::open(name.c_str(), options)};
+    for (const reader& index : opened) {
+      REQUIRE(index.name() == name);
+      REQUIRE(index.size() == 1000);
+      REQUIRE(index.get(u64_key(1998)) == u64_value(value_of(1998)));
+      REQUIRE_FALSE(index.get(u64_key(1999)));
+    }
+  }
+  // typed_index forwards each form.
+  using typed = typed_index<std::uint64_t, std::uint64_t>;
+  REQUIRE(typed::open(path).get(4) == value_of(4));
+  REQUIRE(typed::open(name).get(4) == value_of(4));
+  REQUIRE(typed::open(name.c_str()).get(4) == value_of(4));
+}
+
+TEST_CASE("each form of a path names the file when it fails to open", "[memory][open]") {
+  scratch_directory scratch;
+  const std::filesystem::path missing = scratch / "missing.bbt";
+  const std::filesystem::path empty = scratch / "empty.bbt";
+  write_file(empty, "");
+  const std::filesystem::path directory = scratch.path();
+  const auto failure_of = [](const auto& open) -> std::pair<errc, std::string> {
+    try {
+      (void)open();
+    } catch (const error& failure) {
+      return {failure.code(), failure.what()};
+    }
+    FAIL("the file opened");
+    return {};
+  };
+  for (const auto& [file, code, words] :
+       {std::tuple{missing, errc::io_error, std::string("No such file")},
+        std::tuple{empty, errc::not_bbtree, std::string()},
+        std::tuple{directory, errc::io_error, std::string("Is a directory")}}) {
+    const std::string name = file.string();
+    const std::pair<errc, std::string> failures[] = {
+        failure_of([&] { return reader::open(file); }),
+        failure_of([&] { return reader::open(name); }),
+        failure_of([&] { return reader::open(name.c_str()); })};
+    for (const auto& [failure_code, message] : failures) {
+      INFO(message);
+      REQUIRE(failure_code == code);
+      REQUIRE(message.find(name) != std::string::npos);
+      REQUIRE(message.find(words) != std::string::npos);
+    }
+  }
 }

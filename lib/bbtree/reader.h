@@ -259,6 +259,12 @@ class reader {
   // unsupported_feature | truncated | trailing_data | corrupt_header |
   // io_error), each naming the file.
   static reader open(const std::filesystem::path& path, const open_options& options = {});
+  // The same for a path held in a string: no std::filesystem::path is
+  // built, whose parse of the path runs library code that a fresh process
+  // pays a page fault for, a tenth of the time to its first answer
+  // (bench/RESULTS.md, "The first answer without a path parse").
+  static reader open(const std::string& path, const open_options& options = {});
+  static reader open(const char* path, const open_options& options = {});
   // Reads `bytes` in place; the caller keeps them alive and unchanged while
   // the reader and its cursors are in use.  `name` appears in errors.
   static reader from_memory(std::span<const std::byte> bytes, std::string name = "<memory>");
@@ -316,6 +322,8 @@ class reader {
 
  private:
   explicit reader(std::unique_ptr<detail::reader_core> core);
+  // Every open: `path` as the system calls take it, `name` as errors give it.
+  static reader open_file(const char* path, std::string name, const open_options& options);
   std::unique_ptr<detail::reader_core> core_;
 };
 

@@ -32,6 +32,7 @@
 #include <bbtree/reader.h>
 
 #include <array>
+#include <concepts>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -260,7 +261,11 @@ class typed_index {
     }
   }
 
-  static typed_index open(const std::filesystem::path& path, const open_options& options = {}) {
+  // Any path Index::open takes: a std::filesystem::path, or a string, which
+  // reader::open takes as it is.
+  template <class Path>
+  requires std::constructible_from<std::filesystem::path, const Path&>
+  static typed_index open(const Path& path, const open_options& options = {}) {
     return typed_index(Index::open(path, options));
   }
 

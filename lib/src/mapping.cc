@@ -191,8 +191,8 @@ BBTREE_FIRST_ANSWER void read_header(int fd, std::uint64_t size, mapped_bytes& r
 // out of line, among the library's other instantiations: flattened into
 // this hot function, it joins the open path's code (code_layout.h).
 BBTREE_FIRST_ANSWER [[gnu::flatten]] std::shared_ptr<bip::mapped_region> map_region(
-    const fs::path& path, std::uint64_t size, mapped_bytes& result) {
-  bip::file_mapping mapping(path.c_str(), bip::read_only);
+    const char* path, std::uint64_t size, mapped_bytes& result) {
+  bip::file_mapping mapping(path, bip::read_only);
   auto region = std::make_shared<bip::mapped_region>(mapping, bip::read_only, 0, size);
   read_header(mapping.get_mapping_handle().handle, size, result);
   return region;
@@ -200,15 +200,16 @@ BBTREE_FIRST_ANSWER [[gnu::flatten]] std::shared_ptr<bip::mapped_region> map_reg
 
 }  // namespace
 
-BBTREE_FIRST_ANSWER mapped_bytes map_file(const fs::path& path, std::uint64_t size,
+BBTREE_FIRST_ANSWER mapped_bytes map_file(const char* file, std::uint64_t size,
                                           const open_options& options) {
   mapped_bytes result;
   result.size = size;
+  const auto path = [file] { return fs::path(file); };
   if (options.memory == memory_mode::copy_huge_pages) {
     const std::size_t rounded = round_up_to_huge_pages(size);
-    file_descriptor fd = open_for_reading(path);
-    unsigned char* copy = read_into_huge_pages(fd.get(), path, size, rounded, nullptr);
-    if (copy == nullptr) throw_errno("cannot allocate memory for", path);
+    file_descriptor fd = open_for_reading(path());
+    unsigned char* copy = read_into_huge_pages(fd.get(), path(), size, rounded, nullptr);
+    if (copy == nullptr) throw_errno("cannot allocate memory for", path());
     result.base = copy;
     result.holder =
         std::shared_ptr<void>(copy, [rounded](void* address) { ::munmap(address, rounded); });
@@ -217,9 +218,9 @@ BBTREE_FIRST_ANSWER mapped_bytes map_file(const fs::path& path, std::uint64_t si
   }
   if (options.memory == memory_mode::map_then_copy_huge_pages) {
     const std::size_t rounded = round_up_to_huge_pages(size);
-    file_descriptor fd = open_for_reading(path);
+    file_descriptor fd = open_for_reading(path());
     unsigned char* base = reserve_aligned(rounded, PROT_NONE);
-    if (base == nullptr) throw_errno("cannot reserve address space for", path);
+    if (base == nullptr) throw_errno("cannot reserve address space for", path());
     // Within the reservation, so that the copy can later replace exactly
     // this range and the unmapping of one range releases either.
     if (::mmap(base, static_cast<std::size_t>(size), PROT_READ, MAP_SHARED | MAP_FIXED, fd.get(),
@@ -227,10 +228,10 @@ BBTREE_FIRST_ANSWER mapped_bytes map_file(const fs::path& path, std::uint64_t si
       const int saved = errno;
       ::munmap(base, rounded);
       errno = saved;
-      throw_errno("cannot map", path);
+      throw_errno("cannot map", path());
     }
     read_header(fd.get(), size, result);
-    auto copy = std::make_shared<background_copy>(path, size, std::move(fd), base, rounded);
+    auto copy = std::make_shared<background_copy>(path(), size, std::move(fd), base, rounded);
     apply_advice(base, size, options, true);
     result.base = base;
     result.copy = copy.get();
@@ -239,9 +240,9 @@ BBTREE_FIRST_ANSWER mapped_bytes map_file(const fs::path& path, std::uint64_t si
   }
   std::shared_ptr<bip::mapped_region> region;
   try {
-    region = map_region(path, size, result);
+    region = map_region(file, size, result);
   } catch (const bip::interprocess_exception& failure) {
-    throw error(errc::io_error, fmt::format("cannot map {}: {}", path.string(), failure.what()));
+    throw error(errc::io_error, fmt::format("cannot map {}: {}", file, failure.what()));
   }
   apply_advice(region->get_address(), region->get_size(), options, true);
   result.base = static_cast<const unsigned char*>(region->get_address());

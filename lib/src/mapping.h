@@ -32,9 +32,10 @@ struct mapped_bytes {
 };
 
 // Maps or copies the `size` bytes of the file at `path` as `options` asks.
-// Throws error(io_error) naming the file.
-mapped_bytes map_file(const std::filesystem::path& path, std::uint64_t size,
-                      const open_options& options);
+// Throws error(io_error) naming the file.  A C string, so that opening a
+// file by a name held in a string builds no std::filesystem::path (see
+// reader::open).
+mapped_bytes map_file(const char* path, std::uint64_t size, const open_options& options);
 
 void start_background_copy(background_copy& copy);
 // Blocks until the copy is in place or has given up; returns whether it is

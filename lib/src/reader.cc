@@ -23,17 +23,30 @@ reader& reader::operator=(reader&&) noexcept = default;
 BBTREE_FIRST_ANSWER reader::~reader() = default;
 
 BBTREE_FIRST_ANSWER reader reader::open(const fs::path& path, const open_options& options) {
-  const std::string name = path.string();
+  return open_file(path.c_str(), path.string(), options);
+}
+
+BBTREE_FIRST_ANSWER reader reader::open(const std::string& path, const open_options& options) {
+  return open_file(path.c_str(), path, options);
+}
+
+BBTREE_FIRST_ANSWER reader reader::open(const char* path, const open_options& options) {
+  return open_file(path, path, options);
+}
+
+BBTREE_FIRST_ANSWER reader reader::open_file(const char* path, std::string name,
+                                             const open_options& options) {
   struct stat status;
-  if (::stat(path.c_str(), &status) != 0) detail::throw_errno("cannot open", path);
+  if (::stat(path, &status) != 0) detail::throw_errno("cannot open", path);
   if (S_ISDIR(status.st_mode)) {
     throw error(errc::io_error, fmt::format("cannot open {}: Is a directory", name));
   }
   const auto size = static_cast<std::uint64_t>(status.st_size);
-  if (size == 0) return from_memory({}, name);  // an empty file: not_bbtree, named
+  if (size == 0) return from_memory({}, std::move(name));  // an empty file: not_bbtree, named
   detail::mapped_bytes bytes = detail::map_file(path, size, options);
-  auto core = std::make_unique<reader_core>(name, bytes.base, size, std::move(bytes.holder),
-                                            bytes.header_read ? bytes.header.data() : nullptr);
+  auto core =
+      std::make_unique<reader_core>(std::move(name), bytes.base, size, std::move(bytes.holder),
+                                    bytes.header_read ? bytes.header.data() : nullptr);
   core->set_memory(options.memory, bytes.copy);
   // Started only now that the header has checked: a file that fails to
   // open costs no copy.
