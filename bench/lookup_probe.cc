@@ -47,19 +47,24 @@ std::string big_endian(std::uint64_t value) {
 
 std::uint64_t first_byte(std::string_view value) { return static_cast<unsigned char>(value[0]); }
 
+// A scratch index, rebuilt only when missing, so not synced.
+build_options probe_build_options(key_kind keys, value_kind values, std::uint32_t page_size) {
+  build_options options;
+  options.keys = keys;
+  options.values = values;
+  options.page_size = page_size;
+  options.sync = false;
+  options.overwrite = true;
+  return options;
+}
+
 // The index of path-like keys and the probes (hits) for KEYS=str.
 std::vector<std::string> string_index(std::size_t entries, std::size_t probe_count,
                                       std::uint32_t page_size, const std::filesystem::path& file) {
   const bench::dataset data =
       bench::generate({"str", bench::data_kind::str, entries}, probe_count, 0);
   if (!std::filesystem::exists(file)) {
-    build_options options;
-    options.keys = key_kind::bytes;
-    options.values = value_kind::bytes;
-    options.page_size = page_size;
-    options.sync = false;
-    options.overwrite = true;
-    builder writer(file, options);
+    builder writer(file, probe_build_options(key_kind::bytes, value_kind::bytes, page_size));
     for (std::size_t i = 0; i < data.size(); ++i) writer.add(data.keys[i], data.values[i]);
     writer.finish();
   }
@@ -180,13 +185,7 @@ int main(int argc, char** argv) {
   if (strings) {
     probes = string_index(entries, probe_count, page_size, file);
   } else if (!std::filesystem::exists(file)) {
-    build_options options;
-    options.keys = key_kind::u64;
-    options.values = value_kind::u64;
-    options.page_size = page_size;
-    options.sync = false;
-    options.overwrite = true;
-    builder writer(file, options);
+    builder writer(file, probe_build_options(key_kind::u64, value_kind::u64, page_size));
     for (const std::uint64_t key : keys) {
       const std::string bytes = big_endian(key);
       writer.add(bytes, bytes);
