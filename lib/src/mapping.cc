@@ -204,12 +204,12 @@ BBTREE_FIRST_ANSWER mapped_bytes map_file(const char* file, std::uint64_t size,
                                           const open_options& options) {
   mapped_bytes result;
   result.size = size;
-  const auto path = [file] { return fs::path(file); };
   if (options.memory == memory_mode::copy_huge_pages) {
+    const fs::path path(file);  // the copying modes read the whole file anyway
     const std::size_t rounded = round_up_to_huge_pages(size);
-    file_descriptor fd = open_for_reading(path());
-    unsigned char* copy = read_into_huge_pages(fd.get(), path(), size, rounded, nullptr);
-    if (copy == nullptr) throw_errno("cannot allocate memory for", path());
+    file_descriptor fd = open_for_reading(path);
+    unsigned char* copy = read_into_huge_pages(fd.get(), path, size, rounded, nullptr);
+    if (copy == nullptr) throw_errno("cannot allocate memory for", path);
     result.base = copy;
     result.holder =
         std::shared_ptr<void>(copy, [rounded](void* address) { ::munmap(address, rounded); });
@@ -217,10 +217,11 @@ BBTREE_FIRST_ANSWER mapped_bytes map_file(const char* file, std::uint64_t size,
     return result;
   }
   if (options.memory == memory_mode::map_then_copy_huge_pages) {
+    const fs::path path(file);
     const std::size_t rounded = round_up_to_huge_pages(size);
-    file_descriptor fd = open_for_reading(path());
+    file_descriptor fd = open_for_reading(path);
     unsigned char* base = reserve_aligned(rounded, PROT_NONE);
-    if (base == nullptr) throw_errno("cannot reserve address space for", path());
+    if (base == nullptr) throw_errno("cannot reserve address space for", path);
     // Within the reservation, so that the copy can later replace exactly
     // this range and the unmapping of one range releases either.
     if (::mmap(base, static_cast<std::size_t>(size), PROT_READ, MAP_SHARED | MAP_FIXED, fd.get(),
@@ -228,10 +229,10 @@ BBTREE_FIRST_ANSWER mapped_bytes map_file(const char* file, std::uint64_t size,
       const int saved = errno;
       ::munmap(base, rounded);
       errno = saved;
-      throw_errno("cannot map", path());
+      throw_errno("cannot map", path);
     }
     read_header(fd.get(), size, result);
-    auto copy = std::make_shared<background_copy>(path(), size, std::move(fd), base, rounded);
+    auto copy = std::make_shared<background_copy>(path, size, std::move(fd), base, rounded);
     apply_advice(base, size, options, true);
     result.base = base;
     result.copy = copy.get();
