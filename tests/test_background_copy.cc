@@ -17,7 +17,6 @@
 #include <random>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -245,10 +244,15 @@ TEST_CASE("each form of a path names the file when it fails to open", "[memory][
     FAIL("the file opened");
     return {};
   };
-  for (const auto& [file, code, words] :
-       {std::tuple{missing, errc::io_error, std::string("No such file")},
-        std::tuple{empty, errc::not_bbtree, std::string()},
-        std::tuple{directory, errc::io_error, std::string("Is a directory")}}) {
+  struct failing_file {
+    std::filesystem::path file;
+    errc code;
+    std::string words;  // in the message besides the name
+  };
+  for (const failing_file& failing : {failing_file{missing, errc::io_error, "No such file"},
+                                      failing_file{empty, errc::not_bbtree, ""},
+                                      failing_file{directory, errc::io_error, "Is a directory"}}) {
+    const std::filesystem::path& file = failing.file;
     const std::string name = file.string();
     const std::pair<errc, std::string> failures[] = {
         failure_of([&] { return reader::open(file); }),
@@ -256,9 +260,9 @@ TEST_CASE("each form of a path names the file when it fails to open", "[memory][
         failure_of([&] { return reader::open(name.c_str()); })};
     for (const auto& [failure_code, message] : failures) {
       INFO(message);
-      REQUIRE(failure_code == code);
+      REQUIRE(failure_code == failing.code);
       REQUIRE(message.find(name) != std::string::npos);
-      REQUIRE(message.find(words) != std::string::npos);
+      REQUIRE(message.find(failing.words) != std::string::npos);
     }
   }
 }
