@@ -2,13 +2,16 @@
 // A/B runs of a reader change and for profiling (valgrind --tool=callgrind
 // --toggle-collect='run_*' counts the instructions of the timed loop only).
 //
-//   bbtree-lookup-probe ENTRIES PROBES PAGE_SIZE [get|many|scan|range|array] [LENGTH]
+//   bbtree-lookup-probe ENTRIES PROBES PAGE_SIZE
+//                       [get|many|scan|walk|range|range-walk|array] [LENGTH]
 //
 // Builds (once, kept in $TMPDIR) an index of ENTRIES random u64 keys with
 // u64 values, opens it populated (memory_mode::copy_huge_pages when HUGE is
 // set in the environment), and times PROBES random hits with reader::get,
-// with get_many in batches of 256 ("many"), a full cursor scan ("scan"),
-// LENGTH entries (default 100) from lower_bound of each probe ("range"), or
+// with get_many in batches of 256 ("many"), a full scan stepping a cursor
+// ("scan") or walking (reader::for_each, "walk"), LENGTH entries (default
+// 100) from lower_bound of each probe, stepped ("range") or walked
+// (cursor::for_each_until, "range-walk"), or
 // std::lower_bound over the same keys in a 2 MiB-aligned array ("array",
 // advised for huge pages when HUGE is set).  Prints ns per operation.
 // With KEYS=str in the environment the index holds the benchmark's
@@ -107,6 +110,16 @@ std::vector<std::string> string_index(std::size_t entries, std::size_t probe_cou
   return sum;
 }
 
+[[gnu::noinline]] std::uint64_t run_walk(const reader& index) {
+  std::uint64_t sum = 0;
+  index.for_each([&sum](const entry_ref& at) {
+    std::uint64_t value;
+    std::memcpy(&value, at.value().data(), 8);
+    sum += value;
+  });
+  return sum;
+}
+
 [[gnu::noinline]] std::uint64_t run_range(const reader& index,
                                           const std::vector<std::string>& probes,
                                           std::size_t length) {
@@ -119,6 +132,22 @@ std::vector<std::string> string_index(std::size_t entries, std::size_t probe_cou
       std::memcpy(&value, position.value().data(), 8);
       sum += value;
     }
+  }
+  return sum;
+}
+
+[[gnu::noinline]] std::uint64_t run_range_walk(const reader& index,
+                                               const std::vector<std::string>& probes,
+                                               std::size_t length) {
+  std::uint64_t sum = 0;
+  for (const auto& probe : probes) {
+    std::size_t left = length;
+    index.lower_bound(probe).for_each_until(index.end(), [&](const entry_ref& at) {
+      std::uint64_t value;
+      std::memcpy(&value, at.value().data(), 8);
+      sum += value;
+      return --left > 0;
+    });
   }
   return sum;
 }
@@ -139,7 +168,7 @@ int main(int argc, char** argv) {
   if (argc < 4) {
     std::fprintf(stderr,
                  "usage: bbtree-lookup-probe ENTRIES PROBES PAGE_SIZE "
-                 "[get|many|scan|range|array] [LENGTH]\n");
+                 "[get|many|scan|walk|range|range-walk|array] [LENGTH]\n");
     return 2;
   }
   const std::size_t entries = std::strtoull(argv[1], nullptr, 10);
@@ -215,8 +244,13 @@ int main(int argc, char** argv) {
   } else if (mode == "scan") {
     sum = run_scan(index);
     operations = index.size();
+  } else if (mode == "walk") {
+    sum = run_walk(index);
+    operations = index.size();
   } else if (mode == "range") {
     sum = run_range(index, probes, argc > 5 ? std::strtoull(argv[5], nullptr, 10) : 100);
+  } else if (mode == "range-walk") {
+    sum = run_range_walk(index, probes, argc > 5 ? std::strtoull(argv[5], nullptr, 10) : 100);
   } else {
     std::fprintf(stderr, "bbtree-lookup-probe: unknown mode %s\n", mode.c_str());
     return 2;

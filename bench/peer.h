@@ -127,7 +127,12 @@ class runner final : public peer_runner {
     return {.hits = hits, .digest = digests};
   }
 
-  tally scan(std::span<const std::string_view> starts, std::size_t length) override {
+  // Flattened, so that the peer's scan loop and the tally lambda are inlined
+  // here and the tallies stay in registers; a peer whose loop the compiler
+  // left out of line otherwise paid a read-modify-write of memory per
+  // entry (bench/RESULTS.md, "Walks").
+  [[gnu::flatten]] tally scan(std::span<const std::string_view> starts,
+                              std::size_t length) override {
     std::uint64_t entries = 0;
     std::uint64_t digests = 0;
     if constexpr (P::caps().scans) {
@@ -144,7 +149,7 @@ class runner final : public peer_runner {
     return {.digest = digests, .entries = entries};
   }
 
-  tally scan_all() override {
+  [[gnu::flatten]] tally scan_all() override {
     std::uint64_t entries = 0;
     std::uint64_t digests = 0;
     if constexpr (P::caps().scans) {

@@ -94,12 +94,14 @@ class bbtree_peer {
     }
   }
 
+  // A walk (reader::for_each), the library's way through many entries;
+  // before 2026-12-01 this stepped a cursor (bench/RESULTS.md, "Walks").
   template <class F>
   void scan_all(F&& each) const {
-    for (cursor c = reader_->begin(); !c.is_end(); ++c) {
-      const std::string_view value = c.value();
+    reader_->for_each([&each](const entry_ref& entry) {
+      const std::string_view value = entry.value();
       each(value_digest<K>(value.data(), value.size()));
-    }
+    });
   }
 
   // Full verification (bbtree/verify.h), mapping the file afresh; returns

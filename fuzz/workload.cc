@@ -42,6 +42,16 @@ void guarded(Queries&& queries) {
 // Walks up to `steps` entries from `position`, forwards or backwards,
 // reading each key and value.
 void walk(cursor position, std::size_t steps, bool forwards, const cursor* end = nullptr) {
+  if (forwards && end != nullptr) {
+    // The same entries through a walk, stopped after `steps`.
+    cursor walker = position;
+    std::size_t visited = 0;
+    walker.for_each_until(*end, [&](const entry_ref& entry) {
+      touch(entry.key());
+      touch(entry.value());
+      return ++visited < steps;
+    });
+  }
   for (std::size_t step = 0; step < steps && !position.is_end(); ++step) {
     if (end != nullptr && position == *end) break;
     touch(position.key());
@@ -202,6 +212,14 @@ void exercise(const reader& index, bytes_view probe_source) {
     }
   });
   guarded([&] {
+    std::size_t steps = 0;
+    index.for_each([&](const entry_ref& entry) {
+      touch(entry.value());
+      touch(entry.key());
+      return ++steps < scan_limit;
+    });
+  });
+  guarded([&] {
     cursor position = index.end();
     for (std::size_t steps = 0; steps < scan_limit; ++steps) {
       --position;
@@ -292,6 +310,17 @@ void check_dump(const reader& index, std::size_t max_entries) {
     entries.emplace_back(key, value);
   }
   const bool complete = position.is_end();
+  // A walk gives the same entries, and stops where it is told to.
+  std::size_t walked = 0;
+  if (!entries.empty())
+    index.for_each([&](const entry_ref& entry) {
+      BBTREE_FUZZ_CHECK(
+          entry.value() == entries[walked].second && entry.key() == entries[walked].first,
+          fmt::format("the walk differs from the cursor's scan at entry {}", walked));
+      return ++walked < entries.size();
+    });
+  BBTREE_FUZZ_CHECK(walked == entries.size(),
+                    fmt::format("a walk visits {} entries of {}", walked, entries.size()));
   if (complete) {
     BBTREE_FUZZ_CHECK(entries.size() == size,
                       fmt::format("a scan finds {} entries, size() says {}", entries.size(), size));

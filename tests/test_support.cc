@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <algorithm>
 #include <csignal>
+#include <iterator>
 #include <optional>
 #include <span>
 #include <sstream>
@@ -185,6 +186,46 @@ void check_range(const entry_range& range, model::const_iterator first, std::siz
     ++expected;
   }
   if (expected_count <= limit) REQUIRE(position == range.end());
+
+  // The same entries through a walk, which a false from the callback stops
+  // at the limit-th entry, leaving the walking cursor there.
+  cursor walker = range.begin();
+  cursor stepped = range.begin();
+  expected = first;
+  std::size_t visited = 0;
+  walker.for_each_until(range.end(), [&](const entry_ref& entry) {
+    REQUIRE(visited < walked);
+    REQUIRE(entry.key() == expected->first);
+    REQUIRE(entry.value() == expected->second);
+    ++visited;
+    ++expected;
+    if (visited < limit) ++stepped;
+    return visited < limit;
+  });
+  REQUIRE(visited == walked);
+  REQUIRE(walker == stepped);
+  if (expected_count < limit) {
+    REQUIRE(walker == range.end());
+  } else {
+    REQUIRE(walker.key() == std::prev(expected)->first);
+  }
+  // And through entry_range::for_each, which runs to the end.
+  visited = 0;
+  expected = first;
+  range.for_each([&](const entry_ref& entry) {
+    if (visited < walked) {
+      REQUIRE(entry.value() == expected->second);
+      REQUIRE(entry.key() == expected->first);
+      ++expected;
+    }
+    ++visited;
+  });
+  // Callers count at most limit + 1 entries of a long range.
+  if (expected_count <= limit) {
+    REQUIRE(visited == expected_count);
+  } else {
+    REQUIRE(visited >= expected_count);
+  }
 }
 
 template <typename Index>
@@ -214,6 +255,26 @@ void check_index_against_model(const Index& index, const model& entries,
     }
     --backwards;
     REQUIRE(backwards.is_end());
+  }
+  // A walk of the whole index; values read before keys and alone, since an
+  // entry_ref reads each only when asked.
+  {
+    auto expected = entries.begin();
+    index.for_each([&](const entry_ref& entry) {
+      REQUIRE(expected != entries.end());
+      REQUIRE(entry.value() == expected->second);
+      REQUIRE(entry.key() == expected->first);
+      ++expected;
+    });
+    REQUIRE(expected == entries.end());
+    std::size_t visited = 0;
+    expected = entries.begin();
+    index.for_each([&](const entry_ref& entry) {
+      REQUIRE(entry.value() == expected->second);
+      ++expected;
+      ++visited;
+    });
+    REQUIRE(visited == entries.size());
   }
   if (entries.empty()) {
     REQUIRE_FALSE(index.first().has_value());

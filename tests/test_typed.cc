@@ -51,6 +51,24 @@ TEST_CASE("typed u64 -> u64 index answers like std::map", "[typed]") {
   for (auto it = expected.lower_bound(1000); it != expected.lower_bound(50000); ++it)
     expected_keys.push_back(it->first);
   REQUIRE(keys_in_range == expected_keys);
+  // The same range walked, stopped after 100 entries; then the whole index.
+  keys_in_range.clear();
+  index.range(from<std::uint64_t>(1000), before<std::uint64_t>(50000))
+      .for_each([&](const auto& entry) {
+        REQUIRE(expected.at(entry.key()) == entry.value());
+        keys_in_range.push_back(entry.key());
+        return keys_in_range.size() < 100;
+      });
+  REQUIRE(keys_in_range ==
+          std::vector<std::uint64_t>(expected_keys.begin(), expected_keys.begin() + 100));
+  auto next_expected = expected.begin();
+  index.for_each([&](const auto& entry) {
+    REQUIRE(next_expected != expected.end());
+    REQUIRE(entry.value() == next_expected->second);
+    REQUIRE(entry.key() == next_expected->first);
+    ++next_expected;
+  });
+  REQUIRE(next_expected == expected.end());
   REQUIRE(index.count(after<std::uint64_t>(1000), to<std::uint64_t>(50000)) ==
           static_cast<std::uint64_t>(
               std::distance(expected.upper_bound(1000), expected.upper_bound(50000))));

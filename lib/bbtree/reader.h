@@ -27,6 +27,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -116,6 +117,30 @@ struct entry {
   std::string_view value;  // valid while the reader is open
 };
 
+class cursor;
+
+// An entry as a walk (cursor::for_each_until) passes it: its key and value
+// are read only when asked for.
+class entry_ref {
+ public:
+  // Valid until the next key() of the same walk.
+  std::string_view key() const;
+  // Valid while the reader is open.
+  std::string_view value() const;
+
+ private:
+  friend class cursor;
+  entry_ref(const cursor* walker, std::uint32_t index, const unsigned char* fixed_value,
+            std::uint32_t value_size) noexcept
+      : walker_(walker), index_(index), fixed_value_(fixed_value), value_size_(value_size) {}
+
+  const cursor* walker_;  // the walking cursor, at the entry's leaf
+  std::uint32_t index_;   // the entry in that leaf
+  // The value when values have a fixed size (u64, fixed or none), else null.
+  const unsigned char* fixed_value_;
+  std::uint32_t value_size_;
+};
+
 // A position in the index: an entry, or the end.  Bidirectional; moving
 // past either end is undefined only in the sense of the standard iterator
 // rules: it is checked and leaves the cursor at end().
@@ -181,6 +206,19 @@ class cursor {
     return a.core_ == b.core_ && a.leaf_ == b.leaf_ && a.index_ == b.index_;
   }
 
+  // Calls each(const entry_ref&) at every entry from this one up to
+  // `last`, in order, and leaves this cursor at `last`.  When `each`
+  // returns a bool, false stops the walk, with this cursor at the entry it
+  // was called at.  `last` is this cursor's end or an entry at or after
+  // this one, as the ends of an entry_range are.
+  //
+  // The same as `for (; *this != last; ++*this) each(*this);`, and faster
+  // on long walks: a cursor that steps itself keeps its place in memory,
+  // and its value() recomputes the address from it; a walk keeps both in
+  // registers and steps the value's address (bench/RESULTS.md, "Walks").
+  template <class F>
+  [[gnu::always_inline]] void for_each_until(const cursor& last, F&& each);
+
  private:
   friend class detail::reader_core;
   friend class detail::shard_set;
@@ -213,6 +251,10 @@ class cursor {
   cursor& step_to_next_leaf();
   cursor& step_to_previous_leaf();
   std::string_view variable_value() const;
+  // key() and value() of entry `index` of the current leaf.
+  std::string_view key_at(std::uint32_t index) const;
+  std::string_view variable_value_at(std::uint32_t index) const;
+  friend class entry_ref;
   // At the end of a shard that is not the set's last: moves to the next
   // shard's first entry (lib/src/shards.cc).
   void enter_next_shard();
@@ -241,12 +283,64 @@ class cursor {
   mutable char integer_key_[8] = {};  // key() of keys of at most eight bytes
 };
 
+inline std::string_view entry_ref::key() const { return walker_->key_at(index_); }
+
+inline std::string_view entry_ref::value() const {
+  if (fixed_value_ != nullptr) return {reinterpret_cast<const char*>(fixed_value_), value_size_};
+  return walker_->variable_value_at(index_);
+}
+
+template <class F>
+[[gnu::always_inline]] inline void cursor::for_each_until(const cursor& last, F&& each) {
+  // One entry; false when `each` stops the walk.
+  const auto visit = [&each](const entry_ref& entry) {
+    if constexpr (std::is_convertible_v<std::invoke_result_t<F&, const entry_ref&>, bool>) {
+      return static_cast<bool>(each(entry));
+    } else {
+      each(entry);
+      return true;
+    }
+  };
+  while (!is_end()) {
+    const bool last_in_leaf = last.core_ == core_ && last.leaf_ == leaf_;
+    const std::uint32_t stop = last_in_leaf ? last.index_ : leaf_page_.count;
+    std::uint32_t index = index_;
+    if (fixed_values_ != nullptr) {
+      const std::uint32_t size = value_size_;
+      const unsigned char* value = fixed_values_ + std::size_t{index} * size;
+#pragma GCC unroll 4
+      for (; index < stop; ++index, value += size) {
+        if (!visit(entry_ref(this, index, value, size))) break;
+      }
+    } else {
+      for (; index < stop; ++index) {
+        if (!visit(entry_ref(this, index, nullptr, 0))) break;
+      }
+    }
+    if (index < stop || last_in_leaf) {
+      index_ = index;
+      return;
+    }
+    // After the leaf's last entry: the next leaf's first.
+    index_ = leaf_page_.count - 1;
+    step_to_next_leaf();
+  }
+}
+
 class entry_range {
  public:
   entry_range(cursor first, cursor last) : first_(std::move(first)), last_(std::move(last)) {}
   const cursor& begin() const noexcept { return first_; }
   const cursor& end() const noexcept { return last_; }
   bool empty() const noexcept { return first_ == last_; }
+  // Calls each(const entry_ref&) at every entry of the range, in order; a
+  // bool that `each` returns stops the walk when false
+  // (cursor::for_each_until).
+  template <class F>
+  [[gnu::always_inline]] void for_each(F&& each) const {
+    cursor at = first_;
+    at.for_each_until(last_, std::forward<F>(each));
+  }
 
  private:
   cursor first_;
@@ -290,6 +384,12 @@ class reader {
 
   cursor begin() const;
   cursor end() const;
+  // Calls each(const entry_ref&) at every entry, in key order; a bool
+  // that `each` returns stops the walk when false (cursor::for_each_until).
+  template <class F>
+  [[gnu::always_inline]] void for_each(F&& each) const {
+    begin().for_each_until(end(), std::forward<F>(each));
+  }
   std::optional<entry> first() const;
   std::optional<entry> last() const;
 

@@ -39,6 +39,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace bbtree {
@@ -237,6 +238,12 @@ class sharded_reader {
 
   cursor begin() const;
   cursor end() const;
+  // Calls each(const entry_ref&) at every entry, in key order; a bool
+  // that `each` returns stops the walk when false (cursor::for_each_until).
+  template <class F>
+  [[gnu::always_inline]] void for_each(F&& each) const {
+    begin().for_each_until(end(), std::forward<F>(each));
+  }
   std::optional<entry> first() const;
   std::optional<entry> last() const;
 

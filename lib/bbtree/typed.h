@@ -242,12 +242,32 @@ class typed_index {
     cursor position_;
   };
 
+  // An entry as a walk passes it (entry_ref): key() and value() decode
+  // only when asked for.
+  class walk_entry {
+   public:
+    explicit walk_entry(const entry_ref& raw) : raw_(raw) {}
+    Key key() const { return key_traits::decode(raw_.key()); }
+    Value value() const { return value_traits::decode(raw_.value()); }
+    const entry_ref& raw() const { return raw_; }
+
+   private:
+    const entry_ref& raw_;
+  };
+
   class range_view {
    public:
     range_view(iterator first, iterator last) : first_(std::move(first)), last_(std::move(last)) {}
     iterator begin() const { return first_; }
     iterator end() const { return last_; }
     bool empty() const { return first_ == last_; }
+    // Calls each(const walk_entry&) at every entry of the range, in order; a
+    // bool that `each` returns stops the walk when false
+    // (cursor::for_each_until).
+    template <class F>
+    [[gnu::always_inline]] void for_each(F&& each) const {
+      entry_range(first_.raw(), last_.raw()).for_each(typed_walk(each));
+    }
 
    private:
     iterator first_;
@@ -294,6 +314,12 @@ class typed_index {
   }
   iterator begin() const { return iterator(index_.begin()); }
   iterator end() const { return iterator(index_.end()); }
+  // Calls each(const walk_entry&) at every entry, in key order; a bool
+  // that `each` returns stops the walk when false (cursor::for_each_until).
+  template <class F>
+  [[gnu::always_inline]] void for_each(F&& each) const {
+    index_.for_each(typed_walk(each));
+  }
   // The first and last entries; end() when the index is empty.
   iterator first() const { return begin(); }
   iterator last() const {
@@ -342,6 +368,13 @@ class typed_index {
   }
 
  private:
+  // A callback for a raw walk that hands each entry to `each` as a
+  // walk_entry, and returns what `each` returns (a bool stops the walk).
+  template <class F>
+  static auto typed_walk(F& each) {
+    return [&each](const entry_ref& raw) -> decltype(auto) { return each(walk_entry(raw)); };
+  }
+
   Index index_;
 };
 

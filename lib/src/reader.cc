@@ -278,6 +278,10 @@ void cursor::adopt_leaf(const page_view& leaf) {
 
 std::string_view cursor::key() const {
   if (is_end()) throw error(errc::invalid_argument, "key() of the end cursor");
+  return key_at(index_);
+}
+
+std::string_view cursor::key_at(std::uint32_t index) const {
   const file_info& info = core_->info();
   const std::uint32_t prefix_length = leaf_page_.prefix_length;
   if (info.keys != key_kind::bytes && info.key_size <= 8 && leaf_page_.sections.tail_width == 0) {
@@ -293,20 +297,24 @@ std::string_view cursor::key() const {
                   (~std::uint64_t{0} << (64 - prefix_bits));
     if (suffix_length > 0) {
       const std::uint64_t suffix =
-          leaf_page_.inline_key(index_) >> (8 * (leaf_page_.inline_width - suffix_length));
+          leaf_page_.inline_key(index) >> (8 * (leaf_page_.inline_width - suffix_length));
       word |= suffix << (64 - prefix_bits - 8 * suffix_length);
     }
     format::store_be(reinterpret_cast<unsigned char*>(integer_key_), word);
     return {integer_key_, info.key_size};
   }
   key_buffer_.clear();
-  core_->append_key(leaf_page_, index_, key_buffer_);
+  core_->append_key(leaf_page_, index, key_buffer_);
   return key_buffer_;
 }
 
 std::string_view cursor::variable_value() const {
   if (is_end()) throw error(errc::invalid_argument, "value() of the end cursor");
-  return core_->value(leaf_page_, index_);
+  return variable_value_at(index_);
+}
+
+std::string_view cursor::variable_value_at(std::uint32_t index) const {
+  return core_->value(leaf_page_, index);
 }
 
 std::uint64_t cursor::rank() const noexcept {
