@@ -108,9 +108,8 @@ int main(int argc, char** argv) {
       }
       out->write_text(text.str());
     } else {
-      const sharded_reader& file = index.index();
-      const cursor end = file.end();
-      for (cursor at = file.begin(); at != end; ++at) out->write(at.key(), at.value());
+      index.index().for_each(
+          [&out](const entry_ref& entry) { out->write(entry.key(), entry.value()); });
     }
     out->flush();
     return static_cast<int>(exit_success);
