@@ -118,6 +118,13 @@ bbtree_status bbtree_cursor_prev(bbtree_cursor* cursor);
 int bbtree_cursor_valid(const bbtree_cursor* cursor);
 bbtree_status bbtree_cursor_key(bbtree_cursor* cursor, bbtree_bytes* key);
 bbtree_status bbtree_cursor_value(bbtree_cursor* cursor, bbtree_bytes* value);
+/* A walk: calls each(key, value, context) at the cursor's entry and every
+ * entry after it, in order, until `each` returns nonzero (BBTREE_OK, the
+ * cursor left at that entry) or the last entry is done (BBTREE_END, the
+ * cursor at the end).  Faster than bbtree_cursor_next over many entries.
+ * A key is valid during its call only; a value while the index is open. */
+typedef int (*bbtree_walk_fn)(bbtree_bytes key, bbtree_bytes value, void* context);
+bbtree_status bbtree_cursor_walk(bbtree_cursor* cursor, bbtree_walk_fn each, void* context);
 
 /* Encodings. */
 void bbtree_u64_key(uint64_t key, unsigned char out[8]);

@@ -123,7 +123,7 @@ class cursor;
 // are read only when asked for.
 class entry_ref {
  public:
-  // Valid until the next key() of the same walk.
+  // Valid until the next key() of the same walk, and not after the walk.
   std::string_view key() const;
   // Valid while the reader is open.
   std::string_view value() const;
@@ -209,8 +209,9 @@ class cursor {
   // Calls each(const entry_ref&) at every entry from this one up to
   // `last`, in order, and leaves this cursor at `last`.  When `each`
   // returns a bool, false stops the walk, with this cursor at the entry it
-  // was called at.  `last` is this cursor's end or an entry at or after
-  // this one, as the ends of an entry_range are.
+  // was called at; an exception from `each` leaves it at an entry of the
+  // walk at or before that one.  `last` is this cursor's end or an entry at
+  // or after this one, as the ends of an entry_range are.
   //
   // The same as `for (; *this != last; ++*this) each(*this);`, and faster
   // on long walks: a cursor that steps itself keeps its place in memory,

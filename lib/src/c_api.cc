@@ -293,6 +293,19 @@ bbtree_status bbtree_cursor_value(bbtree_cursor* cursor, bbtree_bytes* value) {
   });
 }
 
+bbtree_status bbtree_cursor_walk(bbtree_cursor* cursor, bbtree_walk_fn each, void* context) {
+  if (cursor == nullptr || each == nullptr) return invalid("bbtree_cursor_walk: null argument");
+  return guarded([&] {
+    bool stopped = false;
+    cursor->position.for_each_until(
+        cursor->index->reader.end(), [&](const bbtree::entry_ref& entry) {
+          stopped = each(bytes_of(entry.key()), bytes_of(entry.value()), context) != 0;
+          return !stopped;
+        });
+    return stopped ? BBTREE_OK : BBTREE_END;
+  });
+}
+
 void bbtree_u64_key(uint64_t key, unsigned char out[8]) {
   bbtree::format::encode_u64_key(key, out);
 }

@@ -28,6 +28,25 @@ static uint64_t value_of(const bbtree_index* index, const char* key) {
   return bbtree_u64_value(value.data);
 }
 
+/* What a walk saw: entries, the sum of their values, and the prefix that
+ * stops it (null: none). */
+struct walk_tally {
+  const char* prefix;
+  int entries;
+  uint64_t sum;
+};
+
+static int tally_entry(bbtree_bytes key, bbtree_bytes value, void* context) {
+  struct walk_tally* tally = (struct walk_tally*)context;
+  if (tally->prefix != NULL) {
+    const size_t length = strlen(tally->prefix);
+    if (key.size < length || memcmp(key.data, tally->prefix, length) != 0) return 1;
+  }
+  ++tally->entries;
+  tally->sum += bbtree_u64_value(value.data);
+  return 0;
+}
+
 static void check_index(const bbtree_index* index) {
   CHECK(bbtree_size(index) == 5001);
   CHECK(bbtree_get_key_kind(index) == BBTREE_KEY_BYTES);
@@ -78,6 +97,26 @@ static void check_index(const bbtree_index* index) {
   CHECK(bbtree_cursor_last(cursor) == BBTREE_OK);
   CHECK(bbtree_cursor_next(cursor) == BBTREE_END);
   CHECK(bbtree_cursor_key(cursor, &key) == BBTREE_E_INVALID_ARGUMENT);
+
+  /* Walks: the "twenty-" keys (21 to 29), stopped at the first key after
+   * them; then every entry, 0 to 5000. */
+  struct walk_tally tally = {"twenty-", 0, 0};
+  CHECK(bbtree_cursor_seek(cursor, "twenty-", 7) == BBTREE_OK);
+  CHECK(bbtree_cursor_walk(cursor, tally_entry, &tally) == BBTREE_OK);
+  CHECK(tally.entries == 9 && tally.sum == 225);
+  CHECK(bbtree_cursor_key(cursor, &key) == BBTREE_OK);
+  CHECK(memcmp(key.data, "twenty-", key.size < 7 ? key.size : 7) > 0); /* after the prefix */
+  CHECK(bbtree_cursor_prev(cursor) == BBTREE_OK);
+  CHECK(bbtree_cursor_value(cursor, &value) == BBTREE_OK);
+  CHECK(bbtree_u64_value(value.data) == 22);
+  struct walk_tally everything = {NULL, 0, 0};
+  CHECK(bbtree_cursor_first(cursor) == BBTREE_OK);
+  CHECK(bbtree_cursor_walk(cursor, tally_entry, &everything) == BBTREE_END);
+  CHECK(everything.entries == 5001 && everything.sum == 12502500);
+  CHECK(!bbtree_cursor_valid(cursor));
+  CHECK(bbtree_cursor_walk(cursor, tally_entry, &everything) == BBTREE_END);
+  CHECK(everything.entries == 5001);
+  CHECK(bbtree_cursor_walk(cursor, NULL, NULL) == BBTREE_E_INVALID_ARGUMENT);
   bbtree_cursor_close(cursor);
 }
 
