@@ -284,11 +284,13 @@ std::string_view cursor::key() const {
 std::string_view cursor::key_at(std::uint32_t index) const {
   const file_info& info = core_->info();
   const std::uint32_t prefix_length = leaf_page_.prefix_length;
-  if (info.keys != key_kind::bytes && info.key_size <= 8 && leaf_page_.sections.tail_width == 0) {
+  if (info.keys != key_kind::bytes && info.key_size <= 8) {
     // A key of at most eight bytes is the page's prefix followed by the
-    // leading bytes of its inline key: one word, no string building.
-    // page() checked prefix_length <= key_size.
+    // leading bytes of its inline key, then its tail if it has one: one
+    // word, no string building.  page() checked prefix_length <= key_size,
+    // and that the tails lie in the page.
     const std::uint32_t suffix_length = info.key_size - prefix_length;
+    const std::uint32_t tail_width = leaf_page_.sections.tail_width;
     const std::uint32_t prefix_bits = 8 * prefix_length;
     std::uint64_t word =
         prefix_bits == 0
@@ -296,8 +298,12 @@ std::string_view cursor::key_at(std::uint32_t index) const {
             : format::load_be<std::uint64_t>(leaf_page_.bytes + format::page_header_size) &
                   (~std::uint64_t{0} << (64 - prefix_bits));
     if (suffix_length > 0) {
+      // With a tail the suffix is the whole inline key and then the tail
+      // (suffix_length = inline_width + tail_width, each tail under 8 bytes).
       const std::uint64_t suffix =
-          leaf_page_.inline_key(index) >> (8 * (leaf_page_.inline_width - suffix_length));
+          tail_width == 0
+              ? leaf_page_.inline_key(index) >> (8 * (leaf_page_.inline_width - suffix_length))
+              : (leaf_page_.inline_key(index) << (8 * tail_width)) | leaf_page_.tail(index);
       word |= suffix << (64 - prefix_bits - 8 * suffix_length);
     }
     format::store_be(reinterpret_cast<unsigned char*>(integer_key_), word);

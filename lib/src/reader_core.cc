@@ -478,13 +478,9 @@ struct tail_array {
   std::uint32_t width;
 };
 
-// Tail `index` as a big-endian integer.  The eight bytes ending where the
-// tail ends lie in the page, since the key data starts past the 32-byte
-// header; the caller has checked that the tail does.
 [[gnu::always_inline]] inline std::uint64_t load_tail(const unsigned char* page_bytes,
                                                       tail_array tails, std::uint32_t index) {
-  const unsigned char* end = page_bytes + tails.offset + std::size_t{index + 1} * tails.width;
-  return load_be<std::uint64_t>(end - 8) & (~std::uint64_t{0} >> (64 - 8 * tails.width));
+  return format::load_tail(page_bytes, tails.offset, tails.width, index);
 }
 
 // In [low, high), a run of keys with equal inline keys and so ascending

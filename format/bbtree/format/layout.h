@@ -317,6 +317,17 @@ inline std::uint64_t load_inline_key(const unsigned char* array, std::size_t ind
   }
 }
 
+// Tail `index` of a page whose key tails, `width` bytes each (1 to 7),
+// start at page offset `offset` (spec/FORMAT.md, 8.3), as a big-endian
+// integer.  Reads the eight bytes that end where the tail ends: they lie in
+// the page, since the key data starts past the 32-byte header.  The caller
+// has checked that the tail lies in the page.
+inline std::uint64_t load_tail(const unsigned char* page_bytes, std::uint32_t offset,
+                               std::uint32_t width, std::uint32_t index) noexcept {
+  const unsigned char* end = page_bytes + offset + std::size_t{index + 1} * width;
+  return load_be<std::uint64_t>(end - 8) & (~std::uint64_t{0} >> (64 - 8 * width));
+}
+
 // The inline key of a key suffix: its first `width` bytes, zero-padded,
 // read big-endian.  Equal inline keys are a tie that only the full keys
 // resolve.

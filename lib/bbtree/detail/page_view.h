@@ -29,6 +29,10 @@ struct page_view {
   std::uint64_t inline_key(std::uint32_t index) const {
     return format::load_inline_key(bytes + sections.inline_keys, index, inline_width);
   }
+  // The tail of key `index` (fixed keys with sections.tail_width > 0).
+  std::uint64_t tail(std::uint32_t index) const {
+    return format::load_tail(bytes, sections.key_data, sections.tail_width, index);
+  }
 };
 
 }  // namespace bbtree::detail
