@@ -478,6 +478,9 @@ struct tail_array {
   std::uint32_t width;
 };
 
+// Tail `index` as a big-endian integer (format::load_tail, for the tail
+// array a search carries); the caller has checked that the tail lies in
+// the page.
 [[gnu::always_inline]] inline std::uint64_t load_tail(const unsigned char* page_bytes,
                                                       tail_array tails, std::uint32_t index) {
   return format::load_tail(page_bytes, tails.offset, tails.width, index);
