@@ -19,6 +19,9 @@ out="$here/out"
 flags="${BBTREE_BENCH_CXX_FLAGS:--O2 -DNDEBUG}"
 jobs="${BBTREE_BENCH_JOBS:-2}"
 
+# A fresh machine has neither the library's packages nor the peers'.
+"$root/scripts/install-deps.sh" bench
+
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CXX_FLAGS_RELEASE="$flags" \
   -DBBTREE_BUILD_BENCH=ON -DBBTREE_BUILD_TESTS=OFF -DBBTREE_BUILD_TOOLS=OFF >/dev/null
