@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <sys/stat.h>
 #include <algorithm>
 #include <sstream>
 
@@ -642,6 +643,33 @@ TEST_CASE("manifests and shards that are wrong", "[shards][errors]") {
     REQUIRE_FALSE(report.ok());
     REQUIRE(report.unreadable.size() == 1);
     REQUIRE(report.shards.size() == 2);
+  }
+  SECTION("a shard that is a FIFO") {
+    // Opening it as a file would wait for a writer: refused instead.
+    fs::remove(shard_file_name(manifest, 1));
+    REQUIRE(::mkfifo(shard_file_name(manifest, 1).c_str(), 0600) == 0);
+    const shard_set_report report = verify_shard_set(manifest);
+    REQUIRE_FALSE(report.ok());
+    REQUIRE(report.unreadable.size() == 1);
+    REQUIRE_THAT(report.unreadable[0].second, Catch::Contains("not a regular file"));
+    REQUIRE(report.shards.size() == 2);
+    REQUIRE(code_of(open) == errc::not_bbtree);
+    REQUIRE_THAT(message_of(open), Catch::Contains("empty file"));
+  }
+  SECTION("one file named by two shard lines") {
+    // Disjoint ranges claimed, but the second line names the first's file:
+    // reported, and the file verified once, not once a line.
+    shard_manifest twice = parsed;
+    twice.shards[1].path = twice.shards[0].path;
+    rewrite(manifest, format_shard_manifest(twice));
+    const shard_set_report report = verify_shard_set(manifest);
+    REQUIRE(report.shards.size() == 2);
+    REQUIRE(report.problems.size() == 1);
+    REQUIRE(report.problems[0].line == 4);
+    REQUIRE_THAT(report.problems[0].message,
+                 Catch::Contains("is the file of the shard on line 3 again"));
+    REQUIRE(code_of(open) == errc::corrupt);
+    REQUIRE_THAT(message_of(open), Catch::Contains(":4: "));
   }
   SECTION("a replaced shard") {
     model other;

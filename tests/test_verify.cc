@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
 #include <cstring>
 
 using namespace bbtree;
@@ -114,13 +115,17 @@ TEST_CASE("verify_file reads a file from disk and reports unreadable ones", "[ve
   REQUIRE_THAT(format_problem(empty, empty.problems[0]),
                Catch::Contains("empty.bbt: page 0 (offset 0): "));
 
-  for (const auto& unreadable : {scratch / "missing.bbt", scratch.path()}) {
+  // A FIFO would block a plain open(2) until a writer came.
+  const auto fifo = scratch / "fifo.bbt";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  for (const auto& unreadable : {scratch / "missing.bbt", scratch.path(), fifo}) {
     try {
       (void)verify_file(unreadable);
       FAIL("no error for " << unreadable);
     } catch (const error& e) {
       REQUIRE(e.code() == errc::io_error);
       REQUIRE_THAT(e.what(), Catch::Contains(unreadable.string()));
+      if (unreadable == fifo) REQUIRE_THAT(e.what(), Catch::EndsWith("not a regular file"));
     }
   }
 }
@@ -724,6 +729,62 @@ TEST_CASE("byte strings: heap, blob and metadata damage behind valid checksums",
     REQUIRE(report.problems[0].region == verify_region::metadata);
     REQUIRE_FALSE(report.problems[0].page.has_value());
   }
+}
+
+TEST_CASE("external records that all point at one blob item", "[verify]") {
+  // Every value of 65 bytes goes outside its 512-byte page.  The records are
+  // then all pointed at the whole blob region, with a checksum that is
+  // right for it: each item is in bounds and checksums well, but the items
+  // overlap, and checksumming each in turn would read the region once per
+  // record, a time quadratic in the file's size.
+  const shape kinds{key_kind::bytes, 0, value_kind::bytes, 0, 512};
+  model entries;
+  for (int i = 0; i < 2000; ++i) entries[fmt::format("k{:05}", i)] = std::string(65, 'v');
+  std::string file = build_bytes(kinds, entries);
+  const std::size_t page_size = page_size_of(file);
+  const reader index = reader::from_memory(as_bytes(file));
+  const file_info& info = index.info();
+  REQUIRE(info.blob_length == 2000 * 65);
+  const std::uint32_t region_checksum =
+      format::crc32c(raw(file) + info.blob_offset, info.blob_length);
+  std::size_t records = 0;
+  for (std::uint32_t page = 1; page <= info.leaf_count; ++page) {
+    const detail::page_view leaf = index.core().page(page, 0);
+    unsigned char* page_bytes = raw(file) + page * page_size;
+    for (std::uint32_t i = 0; i < leaf.count; ++i) {
+      unsigned char* slot = page_bytes + leaf.sections.values + i * format::slot_size;
+      const std::uint32_t reference = format::load_le<std::uint32_t>(slot + 4);
+      REQUIRE((reference & format::external_flag) != 0);
+      unsigned char* record = page_bytes + (reference & ~format::external_flag);
+      format::store_le<std::uint32_t>(slot, static_cast<std::uint32_t>(info.blob_length));
+      format::store_le<std::uint64_t>(record, 0);
+      format::store_le<std::uint32_t>(record + 8, region_checksum);
+      ++records;
+    }
+    rechecksum_page(file, page);
+  }
+  REQUIRE(records == 2000);
+  // The reader follows such a record safely: the value is the region.
+  REQUIRE(reader::from_memory(as_bytes(file)).get("k00007")->size() == info.blob_length);
+
+  verify_options quick;
+  quick.quick = true;
+  const verify_report quick_report = verify_string(file, quick);
+  INFO(describe(quick_report));
+  REQUIRE(quick_report.problems.size() == 1);
+  REQUIRE(quick_report.problems[0].page == 1u);
+  REQUIRE_THAT(quick_report.problems[0].message,
+               Catch::Contains("add up to more than the 130000-byte blob region"));
+
+  verify_options all;
+  all.max_errors = 0;
+  const verify_report report = verify_string(file, all);
+  INFO(describe(report));
+  REQUIRE(has_page_problem(report, 1, "add up to more than"));
+  std::size_t overlaps = 0;
+  for (const verify_problem& problem : report.problems)
+    overlaps += problem.message.find("overlaps an item before it") != std::string::npos;
+  REQUIRE(overlaps == records - 1);
 }
 
 TEST_CASE("valid files at the limits verify", "[verify]") {

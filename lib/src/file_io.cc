@@ -34,6 +34,20 @@ BBTREE_FIRST_ANSWER file_descriptor open_for_reading(const std::filesystem::path
   return fd;
 }
 
+file_descriptor open_regular_file(const std::filesystem::path& path, std::uint64_t& size) {
+  file_descriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd.valid()) throw_errno("cannot open", path);
+  struct stat status;
+  if (::fstat(fd.get(), &status) != 0) throw_errno("cannot read", path);
+  if (!S_ISREG(status.st_mode)) {
+    throw error(errc::io_error, fmt::format("cannot open {}: {}", path.string(),
+                                            S_ISDIR(status.st_mode) ? "Is a directory"
+                                                                    : "not a regular file"));
+  }
+  size = static_cast<std::uint64_t>(status.st_size);
+  return fd;
+}
+
 void write_all(int fd, const void* data, std::size_t length, const fs::path& path) {
   const auto* bytes = static_cast<const char*>(data);
   while (length > 0) {

@@ -49,6 +49,12 @@ class file_descriptor {
 // open <path>: ...").
 file_descriptor open_for_reading(const std::filesystem::path& path);
 
+// Opens `path`, which must be a regular file, read-only and sets `size` to
+// its length; throws error(io_error, ...) naming it otherwise.  A FIFO
+// where a file was expected would block open(2) until a writer came, so the
+// open does not wait (O_NONBLOCK, which changes nothing for regular files).
+file_descriptor open_regular_file(const std::filesystem::path& path, std::uint64_t& size);
+
 // Writes all of `data` at the file's current position (or at `offset`).
 void write_all(int fd, const void* data, std::size_t length, const std::filesystem::path& path);
 void pwrite_all(int fd, const void* data, std::size_t length, std::uint64_t offset,

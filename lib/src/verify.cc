@@ -583,17 +583,43 @@ class verifier {
       return false;
     }
     data = base_ + info.blob_offset + blob_offset;
-    const std::uint32_t computed_checksum = crc32c(data, length);
+    if (!quick) blob_items_.push_back({blob_offset, length, page.number, offset});
+    check_blob_item_checksum(page, offset, what, blob_offset, length, stored_checksum);
+    return true;
+  }
+
+  // The items of a valid file do not overlap, so their checksums read the
+  // blob region once in all.  Records that point at the same bytes again
+  // and again would read it once each, and a file of n of them would take
+  // n times its blob region to verify: quadratic in the file's size.  Once
+  // the items checksummed add up to more than the region, some of them
+  // overlap; that is reported, and the items after it are not checksummed.
+  // (Full verification names the overlapping items: check_blob_region.)
+  void check_blob_item_checksum(const checked_page& page, std::uint32_t record,
+                                item_name what, std::uint64_t blob_offset, std::uint64_t length,
+                                std::uint32_t stored_checksum) {
+    const file_info& info = core_->info();
+    if (blob_items_overlap_) return;
+    if (length > info.blob_length - blob_bytes_checksummed_) {
+      blob_items_overlap_ = true;
+      page_problem(page, record,
+                   fmt::format("{}: with its {} bytes at blob offset {}, the external items so "
+                               "far add up to more than the {}-byte blob region, so some overlap; "
+                               "the checksums of this item and the rest are not checked",
+                               describe(what), length, blob_offset, info.blob_length));
+      return;
+    }
+    blob_bytes_checksummed_ += length;
+    const std::uint32_t computed_checksum =
+        crc32c(base_ + info.blob_offset + blob_offset, length);
     if (stored_checksum != computed_checksum) {
       page_problem(
-          page, offset + 8,
+          page, record + 8,
           fmt::format("{}: checksum {:08x} of the {}-byte item at blob offset {} (file offset {}) "
                       "does not match its bytes ({:08x})",
                       describe(what), stored_checksum, length, blob_offset,
                       info.blob_offset + blob_offset, computed_checksum));
     }
-    if (!quick) blob_items_.push_back({blob_offset, length, page.number, offset});
-    return true;
   }
 
   // Walks the slots and the heap of a decodable page: every item in bounds,
@@ -1198,6 +1224,8 @@ class verifier {
   bool tiling_broken_ = false;  // separators cannot be matched to leaf boundaries
   bool all_keys_seen_ = true;   // every leaf was decoded, so totals are exact
   std::vector<blob_item> blob_items_;
+  std::uint64_t blob_bytes_checksummed_ = 0;  // the lengths of the items checksummed so far
+  bool blob_items_overlap_ = false;            // they added up to more than the blob region
   std::uint32_t key_length_seen_ = 0;
   std::uint32_t value_length_seen_ = 0;
 };
@@ -1234,13 +1262,8 @@ verify_report verify_bytes(std::span<const std::byte> bytes, std::string name,
 }
 
 verify_report verify_file(const std::filesystem::path& path, const verify_options& options) {
-  detail::file_descriptor fd = detail::open_for_reading(path);
-  struct stat status;
-  if (::fstat(fd.get(), &status) != 0) detail::throw_errno("cannot read", path);
-  if (S_ISDIR(status.st_mode)) {
-    throw error(errc::io_error, fmt::format("cannot open {}: Is a directory", path.string()));
-  }
-  const auto size = static_cast<std::uint64_t>(status.st_size);
+  std::uint64_t size = 0;
+  const detail::file_descriptor fd = detail::open_regular_file(path, size);
   if (size == 0) return verify_bytes({}, path.string(), options);
   // Every byte is read once, mostly in file order: sequential read-ahead,
   // and no MAP_POPULATE, which would read a file larger than memory twice.
