@@ -534,6 +534,24 @@ TEST_CASE("the writer refuses what a format cannot hold", "[text_format]") {
   CHECK_THROWS_AS(bin.write_key("k"), error);
 }
 
+TEST_CASE("a record the writer refuses leaves nothing of itself", "[text_format]") {
+  // What came before stays well formed: jq reads every line that was written.
+  const entry_types types = make_types("bytes", "bytes");
+  std::ostringstream out;
+  {
+    entry_writer writer(out, "<test>", text_format::jsonl, types);
+    writer.write("a", "ok");
+    CHECK_THROWS_AS(writer.write("b", "\xff"), error);
+    CHECK_THROWS_AS(writer.write("\xff", "v"), error);
+    CHECK_THROWS_AS(writer.write_key("c\xfe"), error);
+    CHECK_THROWS_AS(writer.write_value("\xc3"), error);
+    CHECK_THROWS_AS(writer.write_missing("d\xff", "-"), error);
+    writer.write_key("e");
+    writer.flush();
+  }
+  CHECK(out.str() == "{\"key\": \"a\", \"value\": \"ok\"}\n{\"key\": \"e\"}\n");
+}
+
 TEST_CASE("lookup output lines", "[text_format]") {
   const entry_types types = make_types("u64", "bytes");
   std::ostringstream tsv_out;

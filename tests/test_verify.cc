@@ -4,6 +4,7 @@
 #include "verify_test_support.h"
 
 #include <bbtree/detail/reader_core.h>
+#include <bbtree/shards.h>
 #include <bbtree/verify.h>
 
 #include <fmt/format.h>
@@ -127,6 +128,16 @@ TEST_CASE("verify_file reads a file from disk and reports unreadable ones", "[ve
       REQUIRE_THAT(e.what(), Catch::Contains(unreadable.string()));
       if (unreadable == fifo) REQUIRE_THAT(e.what(), Catch::EndsWith("not a regular file"));
     }
+    // The reader refuses the same, without waiting for a writer either.
+    try {
+      (void)reader::open(unreadable);
+      FAIL("the reader opened " << unreadable);
+    } catch (const error& e) {
+      REQUIRE(e.code() == errc::io_error);
+      REQUIRE_THAT(e.what(), Catch::Contains(unreadable.string()));
+      if (unreadable == fifo) REQUIRE_THAT(e.what(), Catch::EndsWith("not a regular file"));
+    }
+    REQUIRE_FALSE(is_shard_manifest(unreadable));
   }
 }
 

@@ -278,11 +278,10 @@ int main(int argc, char** argv) {
           }
           continue;
         }
-        // "-": an index file on standard input, checked in memory.
-        std::vector<std::byte> standard_input;
-        if (file == "-") standard_input = read_standard_input();
-        const verify_report report = file == "-" ? verify_bytes(standard_input, "<stdin>", options)
-                                                 : verify_file(file, options);
+        // "-" or a pipe: an index file read whole, checked in memory.
+        const std::optional<stream_bytes> stream = read_if_stream(file);
+        const verify_report report = stream ? verify_bytes(stream->bytes, stream->name, options)
+                                            : verify_file(file, options);
         any_bad = any_bad || !report.ok();
         if (json) {
           if (!json_files.empty()) json_files += ",\n";

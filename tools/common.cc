@@ -14,6 +14,8 @@
 #include <new>
 #include <span>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace bbtree::tools {
@@ -219,20 +221,22 @@ double status_line::elapsed_seconds() const {
   return std::chrono::duration<double>(clock::now() - start_).count();
 }
 
-std::vector<std::byte> read_standard_input() {
+namespace {
+
+std::vector<std::byte> read_all(int fd, const std::string& name) {
   // A pipe cannot be mapped: read it all, then read the bytes in place.
   constexpr std::size_t chunk = std::size_t{1} << 20;
   std::vector<std::byte> bytes;
   for (;;) {
     const std::size_t used = bytes.size();
     bytes.resize(used + chunk);
-    const ssize_t count = ::read(STDIN_FILENO, bytes.data() + used, chunk);
+    const ssize_t count = ::read(fd, bytes.data() + used, chunk);
     if (count < 0 && errno == EINTR) {
       bytes.resize(used);
       continue;
     }
     if (count < 0) {
-      throw error(errc::io_error, fmt::format("<stdin>: read failed: {}", std::strerror(errno)));
+      throw error(errc::io_error, fmt::format("{}: read failed: {}", name, std::strerror(errno)));
     }
     bytes.resize(used + static_cast<std::size_t>(count));
     if (count == 0) break;
@@ -240,19 +244,39 @@ std::vector<std::byte> read_standard_input() {
   return bytes;
 }
 
+}  // namespace
+
+std::optional<stream_bytes> read_if_stream(const std::string& path) {
+  if (path == "-") return stream_bytes{"<stdin>", read_all(STDIN_FILENO, "<stdin>")};
+  struct stat status;
+  if (::stat(path.c_str(), &status) != 0) return std::nullopt;  // reported by the open
+  if (!S_ISFIFO(status.st_mode) && !S_ISCHR(status.st_mode) && !S_ISSOCK(status.st_mode))
+    return std::nullopt;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    throw error(errc::io_error, fmt::format("cannot open {}: {}", path, std::strerror(errno)));
+  struct closer {
+    int fd;
+    ~closer() { ::close(fd); }
+  } const close_it{fd};
+  return stream_bytes{path, read_all(fd, path)};
+}
+
 open_index::open_index(const std::string& path, const open_options& options) {
-  if (path != "-") {
+  std::optional<stream_bytes> stream = read_if_stream(path);
+  if (!stream) {
     index_ = std::make_unique<sharded_reader>(sharded_reader::open(path, options));
     return;
   }
-  standard_input_ = read_standard_input();
-  const std::span<const std::byte> bytes(standard_input_);
+  stream_ = std::move(*stream);
+  const std::span<const std::byte> bytes(stream_.bytes);
   if (is_shard_manifest(bytes)) {
-    throw usage_error(
-        "a shard manifest cannot be read from standard input: its shards are found relative to "
-        "its directory; give its path");
+    throw usage_error(fmt::format(
+        "{}: a shard manifest cannot be read from a stream: its shards are found relative to "
+        "its directory; give its path",
+        stream_.name));
   }
-  index_ = std::make_unique<sharded_reader>(bbtree::reader::from_memory(bytes, "<stdin>"));
+  index_ = std::make_unique<sharded_reader>(bbtree::reader::from_memory(bytes, stream_.name));
 }
 
 const bbtree::reader& open_index::reader() const {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -85,11 +86,19 @@ class status_line {
   bool drawn_ = false;
 };
 
-// All of standard input, for an index given as FILE "-".
-std::vector<std::byte> read_standard_input();
+// An index given as FILE that cannot be mapped, read into memory whole:
+// standard input for "-", or the pipe, socket or character device that
+// FILE names (a shell's <(...), /dev/stdin).  nullopt for anything else,
+// which is opened as an index file or a shard manifest.
+struct stream_bytes {
+  std::string name;  // "<stdin>" for "-", else FILE
+  std::vector<std::byte> bytes;
+};
+std::optional<stream_bytes> read_if_stream(const std::string& path);
 
 // An index opened for reading: an index file or a shard manifest
-// (shards.h); FILE "-" reads an index file from standard input into memory.
+// (shards.h); a stream (read_if_stream) is read into memory, and must hold
+// an index file.
 class open_index {
  public:
   open_index(const std::string& path, const open_options& options);
@@ -102,7 +111,7 @@ class open_index {
   entry_types types() const noexcept { return entry_types::of(index_->info()); }
 
  private:
-  std::vector<std::byte> standard_input_;
+  stream_bytes stream_;  // the bytes of a stream, which index_ reads in place
   std::unique_ptr<sharded_reader> index_;
 };
 

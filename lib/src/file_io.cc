@@ -34,16 +34,24 @@ BBTREE_FIRST_ANSWER file_descriptor open_for_reading(const std::filesystem::path
   return fd;
 }
 
+BBTREE_FIRST_ANSWER void require_regular_file(const struct stat& status, std::string_view name) {
+  if (S_ISREG(status.st_mode)) [[likely]]
+    return;
+  throw error(errc::io_error,
+              fmt::format("cannot open {}: {}", name,
+                          S_ISDIR(status.st_mode) ? "Is a directory" : "not a regular file"));
+}
+
 file_descriptor open_regular_file(const std::filesystem::path& path, std::uint64_t& size) {
+  // Checked before the open as well as after it: even a non-blocking open
+  // of a FIFO lets a writer waiting on it start, whose bytes are then lost.
+  struct stat status;
+  if (::stat(path.c_str(), &status) != 0) throw_errno("cannot open", path);
+  require_regular_file(status, path.string());
   file_descriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!fd.valid()) throw_errno("cannot open", path);
-  struct stat status;
   if (::fstat(fd.get(), &status) != 0) throw_errno("cannot read", path);
-  if (!S_ISREG(status.st_mode)) {
-    throw error(errc::io_error, fmt::format("cannot open {}: {}", path.string(),
-                                            S_ISDIR(status.st_mode) ? "Is a directory"
-                                                                    : "not a regular file"));
-  }
+  require_regular_file(status, path.string());
   size = static_cast<std::uint64_t>(status.st_size);
   return fd;
 }

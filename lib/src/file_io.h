@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 
+struct stat;
+
 namespace bbtree::detail {
 
 // Throws error(io_error, "<what> <path>: <strerror(errno)>").
@@ -49,10 +51,16 @@ class file_descriptor {
 // open <path>: ...").
 file_descriptor open_for_reading(const std::filesystem::path& path);
 
+// Throws error(io_error, "cannot open <name>: Is a directory" or "...: not
+// a regular file") unless `status` (from stat or fstat) is a regular
+// file's: an index is mapped, which a pipe or a device cannot be.
+void require_regular_file(const struct stat& status, std::string_view name);
+
 // Opens `path`, which must be a regular file, read-only and sets `size` to
 // its length; throws error(io_error, ...) naming it otherwise.  A FIFO
-// where a file was expected would block open(2) until a writer came, so the
-// open does not wait (O_NONBLOCK, which changes nothing for regular files).
+// where a file was expected would block open(2) until a writer came: it is
+// refused before any open, and the open does not wait (O_NONBLOCK, which
+// changes nothing for regular files) if the path changes in between.
 file_descriptor open_regular_file(const std::filesystem::path& path, std::uint64_t& size);
 
 // Writes all of `data` at the file's current position (or at `offset`).

@@ -38,9 +38,7 @@ BBTREE_FIRST_ANSWER reader reader::open_file(const char* path, std::string name,
                                              const open_options& options) {
   struct stat status;
   if (::stat(path, &status) != 0) detail::throw_errno("cannot open", path);
-  if (S_ISDIR(status.st_mode)) {
-    throw error(errc::io_error, fmt::format("cannot open {}: Is a directory", name));
-  }
+  detail::require_regular_file(status, name);
   const auto size = static_cast<std::uint64_t>(status.st_size);
   if (size == 0) return from_memory({}, std::move(name));  // an empty file: not_bbtree, named
   detail::mapped_bytes bytes = detail::map_file(path, size, options);

@@ -1251,110 +1251,114 @@ class entry_formatter {
   }
 
   void write(std::string_view key, std::string_view value) {
-    const bool has_value = types_.values != value_kind::none;
-    switch (format_) {
-      case text_format::tsv:
-        append_key_text(buffer_, key, types_);
-        if (has_value) {
-          buffer_ += '\t';
-          append_value_text(buffer_, value, types_);
+    append_record([&] {
+      const bool has_value = types_.values != value_kind::none;
+      switch (format_) {
+        case text_format::tsv:
+          append_key_text(buffer_, key, types_);
+          if (has_value) {
+            buffer_ += '\t';
+            append_value_text(buffer_, value, types_);
+          }
+          buffer_ += '\n';
+          break;
+        case text_format::csv: {
+          const std::size_t start = buffer_.size();
+          append_csv_key(key);
+          if (has_value) {
+            buffer_ += ',';
+            append_csv_value(value);
+          } else if (buffer_.size() == start) {
+            // An empty key alone: a blank line, which CSV readers skip, would lose it.
+            buffer_.append("\"\"");
+          }
+          buffer_ += '\n';
+          break;
         }
-        buffer_ += '\n';
-        break;
-      case text_format::csv: {
-        const std::size_t start = buffer_.size();
-        append_csv_key(key);
-        if (has_value) {
-          buffer_ += ',';
-          append_csv_value(value);
-        } else if (buffer_.size() == start) {
-          // An empty key alone: a blank line, which CSV readers skip, would lose it.
-          buffer_.append("\"\"");
-        }
-        buffer_ += '\n';
-        break;
+        case text_format::jsonl:
+          buffer_.append("{\"key\": ");
+          append_json_key(buffer_, key, types_);
+          if (has_value) {
+            buffer_.append(", \"value\": ");
+            append_json_value(buffer_, value, types_);
+          }
+          buffer_.append("}\n");
+          break;
+        case text_format::bin:
+          append_bin_item(key);
+          if (has_value) append_bin_item(value);
+          break;
       }
-      case text_format::jsonl:
-        buffer_.append("{\"key\": ");
-        append_json_key(buffer_, key, types_);
-        if (has_value) {
-          buffer_.append(", \"value\": ");
-          append_json_value(buffer_, value, types_);
-        }
-        buffer_.append("}\n");
-        break;
-      case text_format::bin:
-        append_bin_item(key);
-        if (has_value) append_bin_item(value);
-        break;
-    }
-    if (buffer_.size() >= flush_threshold) flush_buffer();
+    });
   }
 
   void write_key(std::string_view key) {
-    switch (format_) {
-      case text_format::tsv:
-        append_key_text(buffer_, key, types_);
-        break;
-      case text_format::csv:
-        append_csv_key(key);
-        break;
-      case text_format::jsonl:
-        buffer_.append("{\"key\": ");
-        append_json_key(buffer_, key, types_);
-        buffer_ += '}';
-        break;
-      case text_format::bin:
-        refuse_bin();
-    }
-    buffer_ += '\n';
-    if (buffer_.size() >= flush_threshold) flush_buffer();
+    append_record([&] {
+      switch (format_) {
+        case text_format::tsv:
+          append_key_text(buffer_, key, types_);
+          break;
+        case text_format::csv:
+          append_csv_key(key);
+          break;
+        case text_format::jsonl:
+          buffer_.append("{\"key\": ");
+          append_json_key(buffer_, key, types_);
+          buffer_ += '}';
+          break;
+        case text_format::bin:
+          refuse_bin();
+      }
+      buffer_ += '\n';
+    });
   }
 
   void write_value(std::string_view value) {
-    switch (format_) {
-      case text_format::tsv:
-        append_value_text(buffer_, value, types_);
-        break;
-      case text_format::csv:
-        append_csv_value(value);
-        break;
-      case text_format::jsonl:
-        buffer_.append("{\"value\": ");
-        append_json_value(buffer_, value, types_);
-        buffer_ += '}';
-        break;
-      case text_format::bin:
-        refuse_bin();
-    }
-    buffer_ += '\n';
-    if (buffer_.size() >= flush_threshold) flush_buffer();
+    append_record([&] {
+      switch (format_) {
+        case text_format::tsv:
+          append_value_text(buffer_, value, types_);
+          break;
+        case text_format::csv:
+          append_csv_value(value);
+          break;
+        case text_format::jsonl:
+          buffer_.append("{\"value\": ");
+          append_json_value(buffer_, value, types_);
+          buffer_ += '}';
+          break;
+        case text_format::bin:
+          refuse_bin();
+      }
+      buffer_ += '\n';
+    });
   }
 
   void write_missing(std::string_view key, std::string_view marker) {
-    switch (format_) {
-      case text_format::tsv:
-        append_key_text(buffer_, key, types_);
-        buffer_ += '\t';
-        append_escaped_bytes(buffer_, marker);
-        break;
-      case text_format::csv:
-        append_csv_key(key);
-        buffer_ += ',';
-        append_csv_field(marker);
-        break;
-      case text_format::jsonl:
-        buffer_.append("{\"key\": ");
-        append_json_key(buffer_, key, types_);
-        buffer_.append(", \"missing\": ");
-        append_json_string(buffer_, marker, field_role::value);
-        buffer_ += '}';
-        break;
-      case text_format::bin:
-        refuse_bin();
-    }
-    buffer_ += '\n';
-    if (buffer_.size() >= flush_threshold) flush_buffer();
+    append_record([&] {
+      switch (format_) {
+        case text_format::tsv:
+          append_key_text(buffer_, key, types_);
+          buffer_ += '\t';
+          append_escaped_bytes(buffer_, marker);
+          break;
+        case text_format::csv:
+          append_csv_key(key);
+          buffer_ += ',';
+          append_csv_field(marker);
+          break;
+        case text_format::jsonl:
+          buffer_.append("{\"key\": ");
+          append_json_key(buffer_, key, types_);
+          buffer_.append(", \"missing\": ");
+          append_json_string(buffer_, marker, field_role::value);
+          buffer_ += '}';
+          break;
+        case text_format::bin:
+          refuse_bin();
+      }
+      buffer_ += '\n';
+    });
   }
 
   void write_text(std::string_view text) {
@@ -1372,6 +1376,21 @@ class entry_formatter {
 
  private:
   static constexpr std::size_t flush_threshold = std::size_t{1} << 20;
+
+  // Appends one record whole, or nothing of it: a record that fails half
+  // way, at a byte string that JSON cannot hold, leaves no part of itself
+  // in the output, so that what was written before it stays well formed.
+  template <typename Append>
+  void append_record(Append&& append) {
+    const std::size_t start = buffer_.size();
+    try {
+      append();
+    } catch (...) {
+      buffer_.resize(start);
+      throw;
+    }
+    if (buffer_.size() >= flush_threshold) flush_buffer();
+  }
 
   [[noreturn]] static void refuse_bin() {
     fail(errc::invalid_argument, "the bin format holds whole entries only");

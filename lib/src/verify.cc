@@ -595,8 +595,8 @@ class verifier {
   // the items checksummed add up to more than the region, some of them
   // overlap; that is reported, and the items after it are not checksummed.
   // (Full verification names the overlapping items: check_blob_region.)
-  void check_blob_item_checksum(const checked_page& page, std::uint32_t record,
-                                item_name what, std::uint64_t blob_offset, std::uint64_t length,
+  void check_blob_item_checksum(const checked_page& page, std::uint32_t record, item_name what,
+                                std::uint64_t blob_offset, std::uint64_t length,
                                 std::uint32_t stored_checksum) {
     const file_info& info = core_->info();
     if (blob_items_overlap_) return;
@@ -610,8 +610,7 @@ class verifier {
       return;
     }
     blob_bytes_checksummed_ += length;
-    const std::uint32_t computed_checksum =
-        crc32c(base_ + info.blob_offset + blob_offset, length);
+    const std::uint32_t computed_checksum = crc32c(base_ + info.blob_offset + blob_offset, length);
     if (stored_checksum != computed_checksum) {
       page_problem(
           page, record + 8,
@@ -1225,7 +1224,7 @@ class verifier {
   bool all_keys_seen_ = true;   // every leaf was decoded, so totals are exact
   std::vector<blob_item> blob_items_;
   std::uint64_t blob_bytes_checksummed_ = 0;  // the lengths of the items checksummed so far
-  bool blob_items_overlap_ = false;            // they added up to more than the blob region
+  bool blob_items_overlap_ = false;           // they added up to more than the blob region
   std::uint32_t key_length_seen_ = 0;
   std::uint32_t value_length_seen_ = 0;
 };

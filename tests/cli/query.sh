@@ -178,6 +178,17 @@ done
 expect_status 0 "$QUERY" - get 3 <numbers.bbt
 expect_out 6
 expect_status 2 "$QUERY" - get --stdin <numbers.bbt
+# A pipe named by its path (a shell's <(...), a FIFO) is read like stdin:
+# it cannot be mapped.
+expect_status 0 "$QUERY" <(cat numbers.bbt) get 3
+expect_out 6
+mkfifo index.fifo
+cat numbers.bbt >index.fifo &
+expect_status 0 "$QUERY" index.fifo get 3 6
+wait
+expect_out $'6\n12'
+expect_status 0 "$DUMP" <(cat numbers.bbt)
+"$DUMP" numbers.bbt | cmp -s - out || fail "bbtree-dump <(cat FILE) differs from bbtree-dump FILE"
 expect_status 3 "$QUERY" nonexistent.bbt get 1
 expect_err 'nonexistent.bbt'
 expect_status 1 "$QUERY" numbers.tsv get 1

@@ -227,7 +227,7 @@ expect_err 'shard manifest version 2; this reader knows version 1'
 
 # A manifest cannot come from standard input: its shards are found from its place.
 expect_status 2 "$QUERY" - count <set.manifest
-expect_err 'a shard manifest cannot be read from standard input'
+expect_err 'a shard manifest cannot be read from a stream'
 
 # --- A failed sharded build leaves nothing ----------------------------------------
 
