@@ -227,6 +227,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"error", "first", "last"}))
       ->capture_default_str();
   app.add_option("--page-size", page_size, "Page size in bytes: a power of two, 512 to 65536")
+      ->check(whole_number())
       ->capture_default_str();
   app.add_option("--metadata", metadata,
                  "KEY=VALUE stored in the file (escapes as in tsv); may be repeated");
@@ -246,7 +247,7 @@ int main(int argc, char** argv) {
   auto* shards_option =
       app.add_option("--shards", shard_count,
                      "Write a shard set of N shards of equal entry counts: OUT is its manifest")
-          ->check(CLI::PositiveNumber);
+          ->check(whole_number(1, std::numeric_limits<std::uint32_t>::max()));
   app.add_option("--shard-size", shard_size,
                  "Write a shard set, starting a new shard when one reaches SIZE bytes (e.g. 1G)")
       ->excludes(shards_option);
@@ -279,8 +280,12 @@ int main(int argc, char** argv) {
       }
     }
     import.temporary_directory = tmp_dir;
+    // A directory that does not exist is an I/O error (status 3), as for -o.
     if (!tmp_dir.empty() && !std::filesystem::is_directory(tmp_dir)) {
-      throw usage_error(fmt::format("--tmp-dir {}: not a directory", tmp_dir));
+      throw error(
+          errc::io_error,
+          fmt::format("--tmp-dir {}: {}", tmp_dir,
+                      std::filesystem::exists(tmp_dir) ? "not a directory" : "No such directory"));
     }
     try {
       validate(options);

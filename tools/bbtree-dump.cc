@@ -68,7 +68,8 @@ int main(int argc, char** argv) {
   auto* header_flag = app.add_flag("--header", header, "Every header field, one per line");
   auto* stats_flag = app.add_flag("--stats", stats, "Totals over pages and levels");
   auto* pages_flag = app.add_flag("--pages", pages, "One line per page");
-  auto* page_option = app.add_option("--page", page, "Every field and entry of page N");
+  auto* page_option = app.add_option("--page", page, "Every field and entry of page N")
+                          ->check(whole_number(0, std::numeric_limits<std::uint32_t>::max()));
   auto* format_option =
       app.add_option("--format", format_name, "Entry format: tsv, csv, jsonl or bin")
           ->check(CLI::IsMember({"tsv", "csv", "jsonl", "bin"}))

@@ -81,7 +81,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--page-size", page_size,
                  "Page size of OUT in bytes: a power of two, 512 to 65536 (default: the first "
-                 "input's)");
+                 "input's)")
+      ->check(whole_number());
   auto* progress_flag =
       app.add_flag("--progress", progress, "Show progress even when stderr is not a terminal");
   app.add_flag("-q,--quiet", quiet, "No progress and no summary")->excludes(progress_flag);

@@ -264,14 +264,14 @@ int main(int argc, char** argv) {
   bool reverse = false;
   auto* range = app.add_subcommand("range", "Print the entries within bounds, in key order");
   add_bound_options(range, bounds);
-  range->add_option("--limit", limit, "Print at most N entries");
+  range->add_option("--limit", limit, "Print at most N entries")->check(whole_number());
   range->add_flag("--reverse", reverse, "Descending key order");
 
   std::string prefix_text;
   auto* prefix = app.add_subcommand("prefix", "Print the entries whose keys start with P");
   prefix->add_option("P", prefix_text, "The prefix: escaped text, or hex for fixed:N keys")
       ->required();
-  prefix->add_option("--limit", limit, "Print at most N entries");
+  prefix->add_option("--limit", limit, "Print at most N entries")->check(whole_number());
   prefix->add_flag("--reverse", reverse, "Descending key order");
 
   auto* count = app.add_subcommand("count", "Print the number of entries within bounds");

@@ -62,6 +62,15 @@ int main(int argc, char** argv) {
   app.add_flag("-q,--quiet", quiet, "No summary line");
 
   return run(app, argc, argv, [&] {
+    if (output == "-") {
+      throw usage_error(
+          "OUT -: a manifest names its shards relative to its own directory, so it must be a "
+          "file");
+    }
+    for (const std::string& shard : shards) {
+      if (shard == "-")
+        throw usage_error("SHARD -: the shards are read in place, so they must be files");
+    }
     const std::vector<std::filesystem::path> paths(shards.begin(), shards.end());
     shard_set_options options;
     options.overwrite = force;

@@ -254,6 +254,7 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json, "Print one JSON document for all files (for CI)");
   app.add_option("--max-errors", options.max_errors,
                  "Stop listing a file's problems after N; 0 lists all")
+      ->check(whole_number())
       ->capture_default_str();
   app.add_flag("--no-builder-policy", no_builder_policy,
                "Check only the format's rules, not the reference builder's choices (section 15)");

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -42,6 +43,23 @@ int flush_standard_output() {
 }
 
 }  // namespace
+
+CLI::Validator whole_number(std::uint64_t least, std::uint64_t most) {
+  std::string range = most == std::numeric_limits<std::uint64_t>::max()
+                          ? fmt::format("a whole number of at least {}", least)
+                          : fmt::format("a whole number from {} to {}", least, most);
+  return CLI::Validator(
+      [least, most, range](std::string& text) -> std::string {
+        // from_chars takes no sign and no space, and reports overflow.
+        std::uint64_t number = 0;
+        const char* const end = text.data() + text.size();
+        const auto [stop, failure] = std::from_chars(text.data(), end, number);
+        if (failure != std::errc{} || stop != end || number < least || number > most)
+          return fmt::format("{} is not {}", text, range);
+        return {};
+      },
+      range);
+}
 
 void set_up(CLI::App& app, std::string tool, bool writes_files) {
   tool_name = std::move(tool);

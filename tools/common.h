@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -41,6 +42,12 @@ void set_up(CLI::App& app, std::string tool, bool writes_files);
 
 // The help text's closing part: the examples, then the exit statuses.
 std::string help_footer(std::string_view examples, std::string_view exit_statuses);
+
+// Checks a numeric option's text: decimal digits only, from `least` to
+// `most`.  CLI11 reads "-2" into an unsigned option as 2^64 - 2 and accepts
+// it; with this check a sign is a usage error.
+CLI::Validator whole_number(std::uint64_t least = 0,
+                            std::uint64_t most = std::numeric_limits<std::uint64_t>::max());
 
 // Parses the command line and runs `body`, which returns the exit status.
 // Every failure becomes `bbtree-TOOL: error: MESSAGE` on stderr and the

@@ -28,8 +28,15 @@ expect_status 2 "$BUILD" --page-size 1000 -o x.bbt good.tsv
 expect_err 'page size 1000'
 expect_status 2 "$BUILD" --memory 12Q -o x.bbt good.tsv
 expect_err '--memory: bad size "12Q"'
-expect_status 2 "$BUILD" --tmp-dir "$WORK/nowhere" -o x.bbt good.tsv
+expect_status 3 "$BUILD" --tmp-dir "$WORK/nowhere" -o x.bbt good.tsv
+expect_err_line "bbtree-build: error: --tmp-dir $WORK/nowhere: No such directory"
+expect_status 3 "$BUILD" --tmp-dir good.tsv -o x.bbt good.tsv
 expect_err 'not a directory'
+# Numbers take digits only: CLI11 alone would read -2 as 2^64 - 2.
+expect_status 2 "$BUILD" --page-size -1024 -o x.bbt good.tsv
+expect_status 2 "$BUILD" --shards 0 -o x.manifest good.tsv
+expect_err 'is not a whole number from 1 to 4294967295'
+expect_status 2 "$BUILD" --shards 4294967296 -o x.manifest good.tsv
 expect_status 2 "$BUILD" --metadata novalue -o x.bbt good.tsv
 expect_err '--metadata "novalue": expected KEY=VALUE'
 expect_status 2 "$BUILD" --metadata 'k=\q' -o x.bbt good.tsv

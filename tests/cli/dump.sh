@@ -61,6 +61,7 @@ expect_status 0 "$DUMP" --page 1 big.bbt
 grep -qx 'page: 1' out || fail "--page 1: $(head -5 out)"
 expect_status 2 "$DUMP" --page 999999 big.bbt
 expect_err 'there is no page 999999'
+expect_status 2 "$DUMP" --page -1 big.bbt
 
 # Usage errors.
 expect_status 2 "$DUMP" --header --entries big.bbt

@@ -80,6 +80,9 @@ expect_out_file expected.txt
 expect_status 0 "$QUERY" numbers.bbt range --before 1000 --reverse --limit 4
 in_range 0 999 | tail -4 | sort -rn >expected.txt
 expect_out_file expected.txt
+expect_status 2 "$QUERY" numbers.bbt range --limit -2
+expect_err '-2 is not a whole number of at least 0'
+expect_status 2 "$QUERY" numbers.bbt prefix 1 --limit 99999999999999999999999
 expect_status 0 "$QUERY" numbers.bbt range --from 3000
 [[ ! -s out ]] || fail "an empty range printed something"
 expect_status 0 "$QUERY" numbers.bbt range --from 61 --to 62

@@ -146,6 +146,10 @@ expect_out $'2000\tv2000\n6998\tv6998'
 expect_status 0 "$DUMP" moved/joined.manifest
 expect_out_file sorted.tsv
 
+# A manifest and its shards are files: - is refused.
+expect_status 2 "$SHARDS" - moved/parts/a.bbt
+expect_no_file ./-
+expect_status 2 "$SHARDS" stdin.manifest -
 # An existing manifest is replaced only with --force.
 expect_status 2 "$SHARDS" moved/joined.manifest moved/parts/a.bbt
 expect_err 'already exists (use --force to replace it)'
