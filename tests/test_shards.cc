@@ -3,6 +3,7 @@
 // splitting sets, and every way a manifest or a shard can be wrong.
 #include "test_support.h"
 
+#include <bbtree/builder.h>
 #include <bbtree/shards.h>
 
 #include <catch2/catch.hpp>
@@ -620,6 +621,41 @@ TEST_CASE("joining files that cannot form a set", "[shards][errors]") {
             }) == errc::already_exists);
     write_shard_set(scratch / "set.manifest", std::vector<fs::path>{low}, {true, false});
   }
+}
+
+TEST_CASE("a signal handler removes a shard set's temporary files", "[shards][errors]") {
+  // What the tools' SIGINT and SIGTERM handlers call: every file the build
+  // has named so far goes, and the build can only fail from then on.
+  scratch_directory scratch;
+  const fs::path manifest = scratch / "set.manifest";
+  build_options options = options_for({key_kind::u64, 0, value_kind::u64, 0, 512});
+  auto temporaries = [&] {
+    std::vector<std::string> names;
+    for (const auto& item : fs::directory_iterator(scratch.path()))
+      names.push_back(item.path().filename().string());
+    return names;
+  };
+  shard_set_builder out(manifest, options);
+  for (std::uint64_t i = 0; i < 3000; ++i) {
+    if (i == 1000 || i == 2000) out.end_shard();
+    out.add(u64_key(i).view(), u64_value(i).view());
+  }
+  const std::vector<std::string> named = temporaries();
+  REQUIRE(named.size() == 2);  // the two finished shards; the third is unnamed
+  for (const std::string& name : named) REQUIRE_THAT(name, Catch::Contains(".bbtree-tmp-"));
+  remove_temporary_files_on_signal();
+  REQUIRE(temporaries().empty());
+  REQUIRE_THROWS_AS(out.finish(), error);
+  REQUIRE(temporaries().empty());
+  REQUIRE_FALSE(fs::exists(manifest));
+  // A build that finished is not touched by a later call.
+  const fs::path kept =
+      build_set(scratch / "kept.manifest", {key_kind::u64, 0, value_kind::u64, 0, 512},
+                {{std::string(u64_key(1).view()), std::string(u64_value(1).view())}}, {});
+  const std::vector<std::string> after = temporaries();
+  remove_temporary_files_on_signal();
+  REQUIRE(temporaries() == after);
+  REQUIRE(sharded_reader::open(kept).size() == 1);
 }
 
 TEST_CASE("manifests and shards that are wrong", "[shards][errors]") {

@@ -1,5 +1,6 @@
 #include "common.h"
 
+#include <bbtree/builder.h>
 #include <bbtree/format/layout.h>
 #include <bbtree/version.h>
 
@@ -16,6 +17,7 @@
 #include <span>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -103,10 +105,38 @@ int exit_status_for(errc code) noexcept {
   return exit_system;
 }
 
+namespace {
+
+// A build interrupted from the terminal, or stopped by a service manager,
+// leaves no temporary file behind (tools/README.md): the handler removes
+// them, then dies of the same signal, so that the parent sees how it ended.
+extern "C" void remove_temporary_files_and_stop(int signal_number) {
+  bbtree::remove_temporary_files_on_signal();
+  struct sigaction default_action = {};
+  default_action.sa_handler = SIG_DFL;
+  ::sigaction(signal_number, &default_action, nullptr);
+  ::raise(signal_number);
+}
+
+void install_signal_handlers() {
+  for (const int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction action = {};
+    struct sigaction previous = {};
+    action.sa_handler = remove_temporary_files_and_stop;
+    ::sigemptyset(&action.sa_mask);
+    ::sigaction(signal_number, nullptr, &previous);
+    // A signal the caller ignores (nohup, a background job) stays ignored.
+    if (previous.sa_handler != SIG_IGN) ::sigaction(signal_number, &action, nullptr);
+  }
+}
+
+}  // namespace
+
 int run(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
   // A write to a closed pipe then fails with EPIPE, which the tools turn
   // into a quiet exit, instead of killing the process with a signal.
   std::signal(SIGPIPE, SIG_IGN);
+  install_signal_handlers();
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

@@ -120,4 +120,13 @@ class sorting_builder {
   bool done_ = false;
 };
 
+// Removes the files that this process's builds in progress have had to
+// name before publishing them: a shard set's finished shards, and staging
+// files on file systems without unnamed files (a single file's build
+// otherwise writes an unnamed one, which nothing outlives).  So that a
+// build killed by a signal leaves nothing behind: async-signal-safe, for a
+// SIGINT or SIGTERM handler that then ends the process, as the tools
+// install.  A build whose files it removed cannot finish.
+void remove_temporary_files_on_signal() noexcept;
+
 }  // namespace bbtree

@@ -1240,4 +1240,6 @@ std::uint64_t builder::entries_added() const noexcept { return impl_->entries_ad
 std::uint64_t builder::bytes_written() const noexcept { return impl_->bytes_written(); }
 const fs::path& builder::destination() const noexcept { return impl_->destination(); }
 
+void remove_temporary_files_on_signal() noexcept { detail::remove_named_temporaries(); }
+
 }  // namespace bbtree

@@ -7,6 +7,7 @@
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -194,6 +195,42 @@ file_descriptor create_anonymous_file(const fs::path& directory) {
   return file_descriptor(fd);
 }
 
+// The registry of removable_on_signal: a list that only grows, read by a
+// signal handler that may interrupt any thread at any point.  An entry is
+// pushed atomically, its name never changes, and it is never freed: a few
+// bytes for each temporary name the process's builds ever make (still
+// reachable, so no leak to the sanitizers), which a handler may read at any
+// moment without a lock.
+struct removable_on_signal::entry {
+  std::atomic<bool> live{true};
+  const std::string path;
+  entry* next = nullptr;
+};
+
+namespace {
+std::atomic<removable_on_signal::entry*> removable_names{nullptr};
+}  // namespace
+
+removable_on_signal::removable_on_signal(const fs::path& path)
+    : entry_(new entry{{true}, path.native()}) {
+  entry_->next = removable_names.load(std::memory_order_relaxed);
+  while (!removable_names.compare_exchange_weak(entry_->next, entry_, std::memory_order_release,
+                                                std::memory_order_relaxed)) {
+  }
+}
+
+removable_on_signal::~removable_on_signal() {
+  if (entry_ != nullptr) entry_->live.store(false, std::memory_order_release);
+}
+
+void remove_named_temporaries() noexcept {
+  // Only unlink(2), which is async-signal-safe, on names that never change.
+  for (const removable_on_signal::entry* at = removable_names.load(std::memory_order_acquire);
+       at != nullptr; at = at->next) {
+    if (at->live.load(std::memory_order_acquire)) ::unlink(at->path.c_str());
+  }
+}
+
 staged_file::staged_file(fs::path destination, bool overwrite)
     : destination_(std::move(destination)),
       directory_(directory_of(destination_)),
@@ -222,8 +259,10 @@ staged_file::staged_file(fs::path destination, bool overwrite)
     }
     named_path_ = directory_ / (temporary_name_prefix(destination_) + std::to_string(::getpid()) +
                                 "-" + random_suffix());
+    named_on_signal_.emplace(named_path_);
     fd = ::open(named_path_.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0644);
     if (fd < 0) {
+      named_on_signal_.reset();
       named_path_.clear();
       throw_errno("cannot create a temporary file in", directory_);
     }
@@ -237,6 +276,7 @@ void staged_file::discard() noexcept {
   if (published_) return;
   if (!named_path_.empty()) {
     ::unlink(named_path_.c_str());
+    named_on_signal_.reset();
     named_path_.clear();
   }
   fd_.reset();
@@ -249,8 +289,10 @@ void staged_file::publish(bool sync) {
     const fs::path candidate = directory_ / (temporary_name_prefix(destination_) +
                                              std::to_string(::getpid()) + "-" + random_suffix());
     const std::string proc_path = "/proc/self/fd/" + std::to_string(fd_.get());
+    named_on_signal_.emplace(candidate);
     if (::linkat(AT_FDCWD, proc_path.c_str(), AT_FDCWD, candidate.c_str(), AT_SYMLINK_FOLLOW) !=
         0) {
+      named_on_signal_.reset();
       throw_errno("cannot create", candidate);
     }
     named_path_ = candidate;
@@ -267,6 +309,7 @@ void staged_file::publish(bool sync) {
     }
     throw_errno("cannot rename the new index to", destination_);
   }
+  named_on_signal_.reset();
   named_path_.clear();
   published_ = true;
   fd_.reset();

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -85,6 +86,32 @@ file_descriptor create_anonymous_file(const std::filesystem::path& directory);
 // one (whose process is gone).  Never throws.
 void remove_stale_scratch_files(const std::filesystem::path& directory) noexcept;
 
+// A file that a build has had to give a name before publishing or
+// removing it (a shard set's finished shards, a staging file where the file
+// system has no unnamed files): while an object of this class lives, a
+// signal handler can remove the file (remove_temporary_files_on_signal,
+// builder.h).  Its owner still removes or publishes the file as before.
+class removable_on_signal {
+ public:
+  explicit removable_on_signal(const std::filesystem::path& path);
+  ~removable_on_signal();
+  removable_on_signal(removable_on_signal&& other) noexcept : entry_(other.entry_) {
+    other.entry_ = nullptr;
+  }
+  removable_on_signal& operator=(removable_on_signal&&) = delete;
+  removable_on_signal(const removable_on_signal&) = delete;
+  removable_on_signal& operator=(const removable_on_signal&) = delete;
+
+  struct entry;
+
+ private:
+  entry* entry_;
+};
+
+// Removes every file of a live removable_on_signal; safe in a signal
+// handler (remove_temporary_files_on_signal, builder.h).
+void remove_named_temporaries() noexcept;
+
 // The file a build writes before publishing it.  It is created unnamed where
 // the file system allows; publish() gives it the destination's name
 // atomically.  If the object is destroyed unpublished, nothing remains.
@@ -110,7 +137,8 @@ class staged_file {
  private:
   std::filesystem::path destination_;
   std::filesystem::path directory_;
-  std::filesystem::path named_path_;  // set while the file has a temporary name
+  std::filesystem::path named_path_;                    // set while the file has a temporary name
+  std::optional<removable_on_signal> named_on_signal_;  // with named_path_
   file_descriptor fd_;
   bool overwrite_ = false;
   bool published_ = false;

@@ -170,6 +170,7 @@ class shard_set_builder::impl {
       detail::write_manifest_file(manifest_, manifest, {options_.overwrite, options_.sync});
       temporaries_.clear();
       published_.clear();
+      removable_.clear();
       state_ = state::finished;
       if (options_.overwrite) remove_replaced_shards(names.size());
       return summary;
@@ -188,6 +189,7 @@ class shard_set_builder::impl {
     for (const fs::path& path : published_) ::unlink(path.c_str());
     temporaries_.clear();
     published_.clear();
+    removable_.clear();
   }
 
   std::uint64_t entries_added() const noexcept {
@@ -207,6 +209,7 @@ class shard_set_builder::impl {
     build_options shard_options = options_;
     shard_options.overwrite = true;  // the temporary name is this process's own
     const fs::path temporary = temporary_name(temporaries_.size());
+    removable_.emplace_back(temporary);
     current_.emplace(temporary, shard_options);
     temporaries_.push_back(temporary);
   }
@@ -237,6 +240,7 @@ class shard_set_builder::impl {
       }
       detail::throw_errno("cannot rename a new shard to", name);
     }
+    removable_.emplace_back(name);
     published_.push_back(name);
   }
 
@@ -246,6 +250,8 @@ class shard_set_builder::impl {
   std::optional<builder> current_;
   std::vector<fs::path> temporaries_;  // finished or current shards, by temporary name
   std::vector<fs::path> published_;    // shards renamed to their names by finish()
+  // Both, for a signal handler: removed as abort() would remove them.
+  std::vector<detail::removable_on_signal> removable_;
   std::string last_key_;
   bool have_last_key_ = false;
   bool end_requested_ = false;
@@ -309,6 +315,7 @@ shard_set_summary import_shard_set(std::span<const std::string> inputs, const fs
   build_options whole_options = options;
   whole_options.overwrite = true;
   whole_options.sync = false;
+  const detail::removable_on_signal whole_on_signal(whole);
   import_entries(inputs, whole, whole_options, import);
   std::optional<sharded_reader> source;
   {

@@ -242,6 +242,28 @@ expect_err 'disorder.tsv:3: key "2" is out of order'
 printf '1\ta\nx\tb\n' >malformed.tsv
 expect_status 1 "$BUILD" -q --key-type u64 --shard-size 1M -o failed.manifest malformed.tsv
 [[ -z $(ls -A | grep 'failed') ]] || fail "a failed build left: $(ls -A | grep failed)"
+# Killed by SIGTERM or SIGINT once it has named a temporary file (the whole
+# index, then each finished shard): the handler removes them, and the
+# process dies of the signal.  Started from python3 so that SIGINT is not
+# ignored, as a shell's background job has it.
+seq 1 1000000 | awk '{ print $1 "\tv" $1 }' >big.tsv
+for signal_name in SIGTERM SIGINT; do
+  python3 - "$BUILD" "$signal_name" <<'PYTHON' || fail "$signal_name: the build did not die of it"
+import os, signal, subprocess, sys, time
+number = getattr(signal, sys.argv[2])
+build = subprocess.Popen(
+    [sys.argv[1], "-q", "--key-type", "u64", "--shards", "8", "-o", "killed.manifest", "big.tsv"],
+    preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+deadline = time.monotonic() + 60
+while not any("killed.manifest.bbtree-tmp" in name for name in os.listdir(".")):
+    if build.poll() is not None or time.monotonic() > deadline:
+        sys.exit("the build ended before it named a temporary file")
+    time.sleep(0.002)
+build.send_signal(number)
+sys.exit(0 if build.wait() == -number else 1)
+PYTHON
+  [[ -z $(ls -A | grep 'killed') ]] || fail "$signal_name left: $(ls -A | grep killed)"
+done
 
 # Usage: an existing OUT, standard output, both options, no shards.
 expect_status 2 "$BUILD" -q --key-type u64 --shards 2 -o set.manifest sorted.tsv
