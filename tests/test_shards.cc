@@ -648,6 +648,18 @@ TEST_CASE("a signal handler removes a shard set's temporary files", "[shards][er
   REQUIRE_THROWS_AS(out.finish(), error);
   REQUIRE(temporaries().empty());
   REQUIRE_FALSE(fs::exists(manifest));
+  // A later build's names take the entries the first build released, and
+  // go the same way.
+  {
+    shard_set_builder again(scratch / "again.manifest", options);
+    for (std::uint64_t i = 0; i < 3000; ++i) {
+      if (i == 1000 || i == 2000) again.end_shard();
+      again.add(u64_key(i).view(), u64_value(i).view());
+    }
+    REQUIRE(temporaries().size() == 2);
+    remove_temporary_files_on_signal();
+    REQUIRE(temporaries().empty());
+  }
   // A build that finished is not touched by a later call.
   const fs::path kept =
       build_set(scratch / "kept.manifest", {key_kind::u64, 0, value_kind::u64, 0, 512},

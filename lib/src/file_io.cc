@@ -7,8 +7,10 @@
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <csignal>
 #include <cstring>
 #include <random>
@@ -195,15 +197,21 @@ file_descriptor create_anonymous_file(const fs::path& directory) {
   return file_descriptor(fd);
 }
 
-// The registry of removable_on_signal: a list that only grows, read by a
-// signal handler that may interrupt any thread at any point.  An entry is
-// pushed atomically, its name never changes, and it is never freed: a few
-// bytes for each temporary name the process's builds ever make (still
-// reachable, so no leak to the sanitizers), which a handler may read at any
-// moment without a lock.
+// The registry of removable_on_signal: a list read by a signal handler,
+// which may interrupt any thread at any point, so it takes no lock and
+// frees nothing.  Entries are pushed atomically and never unlinked; a
+// released entry is reused for a later name that fits its buffer, so the
+// list grows only to the most names live at once (a shard set's shards).
+// A name is rewritten only between two increments of `version` (a
+// seqlock): the handler copies a name and unlinks it only if `version` was
+// even and unchanged around the copy, so it never acts on a half-written
+// name.
 struct removable_on_signal::entry {
-  std::atomic<bool> live{true};
-  const std::string path;
+  std::atomic<std::uint64_t> version{0};  // odd while `path` is written
+  std::atomic<bool> live{false};
+  std::atomic<bool> claimed{true};
+  char* path = nullptr;  // NUL-terminated; `capacity` bytes, never freed
+  std::size_t capacity = 0;
   entry* next = nullptr;
 };
 
@@ -211,23 +219,55 @@ namespace {
 std::atomic<removable_on_signal::entry*> removable_names{nullptr};
 }  // namespace
 
-removable_on_signal::removable_on_signal(const fs::path& path)
-    : entry_(new entry{{true}, path.native()}) {
-  entry_->next = removable_names.load(std::memory_order_relaxed);
-  while (!removable_names.compare_exchange_weak(entry_->next, entry_, std::memory_order_release,
-                                                std::memory_order_relaxed)) {
+removable_on_signal::removable_on_signal(const fs::path& path) : entry_(nullptr) {
+  const std::string& name = path.native();
+  for (entry* at = removable_names.load(std::memory_order_acquire); at != nullptr; at = at->next) {
+    bool released = false;
+    if (at->capacity > name.size() &&
+        at->claimed.compare_exchange_strong(released, true, std::memory_order_acquire)) {
+      entry_ = at;
+      break;
+    }
   }
+  if (entry_ == nullptr) {
+    entry_ = new entry;
+    entry_->capacity = std::max<std::size_t>(name.size() + 1, 128);
+    entry_->path = new char[entry_->capacity];
+    entry_->next = removable_names.load(std::memory_order_relaxed);
+    while (!removable_names.compare_exchange_weak(entry_->next, entry_, std::memory_order_release,
+                                                  std::memory_order_relaxed)) {
+    }
+  }
+  entry_->version.fetch_add(1, std::memory_order_acq_rel);
+  // Byte by byte as atomics: a handler on another thread may be copying.
+  for (std::size_t i = 0; i <= name.size(); ++i) {
+    std::atomic_ref<char>(entry_->path[i]).store(name.c_str()[i], std::memory_order_relaxed);
+  }
+  entry_->version.fetch_add(1, std::memory_order_release);
+  entry_->live.store(true, std::memory_order_release);
 }
 
 removable_on_signal::~removable_on_signal() {
-  if (entry_ != nullptr) entry_->live.store(false, std::memory_order_release);
+  if (entry_ == nullptr) return;
+  entry_->live.store(false, std::memory_order_release);
+  entry_->claimed.store(false, std::memory_order_release);
 }
 
 void remove_named_temporaries() noexcept {
-  // Only unlink(2), which is async-signal-safe, on names that never change.
+  // Only atomic loads, a copy and unlink(2), which are async-signal-safe.
+  char name[PATH_MAX];
   for (const removable_on_signal::entry* at = removable_names.load(std::memory_order_acquire);
        at != nullptr; at = at->next) {
-    if (at->live.load(std::memory_order_acquire)) ::unlink(at->path.c_str());
+    const std::uint64_t before = at->version.load(std::memory_order_acquire);
+    if ((before & 1) != 0 || !at->live.load(std::memory_order_acquire)) continue;
+    const std::size_t length = std::min<std::size_t>(at->capacity, sizeof(name));
+    for (std::size_t i = 0; i < length; ++i) {
+      name[i] = std::atomic_ref<char>(at->path[i]).load(std::memory_order_relaxed);
+    }
+    name[length - 1] = '\0';
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (at->version.load(std::memory_order_relaxed) != before) continue;
+    ::unlink(name);
   }
 }
 
