@@ -421,6 +421,11 @@ TEST_CASE("every input error names the file and line", "[text_format]") {
       {text_format::tsv, "u64", "none", "1\r\n", "data:1: raw carriage return in key",
        errc::invalid_argument},
       // csv
+      {text_format::csv, "bytes", "bytes", "a,1\nb\r,2\r\n",
+       "data:2: raw carriage return in key: csv takes a CR only at the end of a record",
+       errc::invalid_argument},
+      {text_format::csv, "u64", "u64", "1,2\r\n3,4\r5\n",
+       "data:2: raw carriage return in value: csv takes a CR only", errc::invalid_argument},
       {text_format::csv, "bytes", "bytes", "a\n", "data:1: missing value: expected 2 fields",
        errc::invalid_argument},
       {text_format::csv, "bytes", "bytes", "a,b,c\n", "data:1: extra field: expected 2 fields",

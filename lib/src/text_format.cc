@@ -1140,6 +1140,16 @@ class entry_parser {
                                                count > expected ? "extra field" : "missing value",
                                                count > 2 ? "more" : "1"));
     }
+    // CSV takes CRLF record ends (split off already), so the tsv advice to
+    // convert CRLF files does not fit a CR left in an unquoted field.
+    for (std::size_t i = 0; i < count; ++i) {
+      if (!quoted[i] && fields[i].find('\r') != std::string_view::npos) {
+        fail(errc::invalid_argument,
+             fmt::format("raw carriage return in {}: csv takes a CR only at the end of a record "
+                         "or inside a quoted field; elsewhere a CR byte is written \\r",
+                         role_name(i == 0 ? field_role::key : field_role::value)));
+      }
+    }
     entry_view entry;
     entry.key = parse_field(fields[0], field_role::key, types_, key_storage_, quoted[0]);
     if (expected == 2) {
