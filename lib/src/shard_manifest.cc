@@ -393,14 +393,16 @@ bool is_shard_manifest(std::span<const std::byte> bytes) noexcept {
 
 bool is_shard_manifest(const fs::path& path) noexcept {
   // Only a regular file can be a manifest: its shards are found relative
-  // to its directory.  Nothing else is opened: reading would consume the
-  // start of a pipe, and even opening a FIFO would let a writer waiting on
-  // it start, and lose its bytes when this closes.
-  struct stat status;
-  if (::stat(path.c_str(), &status) != 0 || !S_ISREG(status.st_mode)) return false;
-  detail::file_descriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (!fd.valid()) return false;
-  if (::fstat(fd.get(), &status) != 0 || !S_ISREG(status.st_mode)) return false;
+  // to its directory.  Nothing else is opened (open_regular_file): reading
+  // would consume the start of a pipe, and even opening a FIFO would let a
+  // writer waiting on it start, and lose its bytes when this closes.
+  detail::file_descriptor fd;
+  try {
+    std::uint64_t size = 0;
+    fd = detail::open_regular_file(path, size);
+  } catch (const error&) {
+    return false;  // the caller's open of the path reports why
+  }
   std::byte start[detail::manifest_magic.size()];
   std::size_t have = 0;
   while (have < sizeof(start)) {
