@@ -306,3 +306,77 @@ TEST_CASE("random bytes over whole pages: no crash, damage found", "[verify][fau
     }
   }
 }
+
+// A damaged leaf is found when a cursor steps into it.  The step throws, and
+// the cursor stays at the entry it was at: it still reads that entry, a
+// second step fails the same way, and stepping the other way works.
+TEST_CASE("a cursor step into a damaged leaf throws and leaves the cursor where it was",
+          "[faults]") {
+  for (const shape& kinds : verify_shapes()) {
+    DYNAMIC_SECTION(kinds.describe()) {
+      const model entries = random_model_of(kinds, 300, 29);
+      const std::vector<std::pair<std::string, std::string>> ordered(entries.begin(),
+                                                                     entries.end());
+      std::string file = build_bytes(kinds, entries);
+      const reader clean = reader::from_memory(as_bytes(file));
+      const std::uint32_t leaves = clean.info().leaf_count;
+      REQUIRE(leaves >= 4);
+      const std::uint32_t damaged = 1 + leaves / 2;
+      // The ranks of the damaged leaf's first entry and of the next leaf's.
+      const std::uint64_t first_rank = clean.core().page(damaged, 0).header_word;
+      const std::uint64_t next_rank = clean.core().page(damaged + 1, 0).header_word;
+      REQUIRE(first_rank > 1);
+      // A leaf that claims level 1: page() refuses it.
+      raw(file)[std::uint64_t{damaged} * page_size_of(file) + format::page::level_offset] = 1;
+      const reader index = reader::from_memory(as_bytes(file), "damaged.bbt");
+      auto at_rank = [&](const cursor& at, std::uint64_t rank) {
+        REQUIRE_FALSE(at.is_end());
+        REQUIRE(at.rank() == rank);
+        REQUIRE(at.key() == ordered[rank].first);
+        REQUIRE(at.value() == ordered[rank].second);
+      };
+      auto throws_corrupt = [&](auto&& step) {
+        try {
+          step();
+        } catch (const error& e) {
+          REQUIRE(e.code() == errc::corrupt);
+          REQUIRE(std::string(e.what()).find(fmt::format("page {}", damaged)) != std::string::npos);
+          return;
+        }
+        FAIL("the step into the damaged leaf did not throw");
+      };
+
+      SECTION("forwards") {
+        cursor at = index.find(ordered[first_rank - 1].first);
+        at_rank(at, first_rank - 1);
+        throws_corrupt([&] { ++at; });
+        at_rank(at, first_rank - 1);
+        throws_corrupt([&] { ++at; });
+        at_rank(at, first_rank - 1);
+        --at;
+        at_rank(at, first_rank - 2);
+      }
+      SECTION("backwards") {
+        cursor at = index.find(ordered[next_rank].first);
+        at_rank(at, next_rank);
+        throws_corrupt([&] { --at; });
+        at_rank(at, next_rank);
+        throws_corrupt([&] { --at; });
+        ++at;
+        if (next_rank + 1 < ordered.size()) {
+          at_rank(at, next_rank + 1);
+        } else {
+          REQUIRE(at == index.end());
+        }
+      }
+      SECTION("a walk") {
+        cursor at = index.begin();
+        std::uint64_t visited = 0;
+        throws_corrupt(
+            [&] { at.for_each_until(index.end(), [&](const entry_ref&) { ++visited; }); });
+        REQUIRE(visited == first_rank);
+        at_rank(at, first_rank - 1);
+      }
+    }
+  }
+}

@@ -4,6 +4,7 @@
 #include "test_support.h"
 
 #include <bbtree/builder.h>
+#include <bbtree/format/layout.h>
 #include <bbtree/shards.h>
 
 #include <catch2/catch.hpp>
@@ -283,6 +284,63 @@ TEST_CASE("cursors move across shard borders in both directions", "[shards]") {
     REQUIRE(keys.size() == 38);
     REQUIRE(keys.front() == 380);
     REQUIRE(keys.back() == 10);
+  }
+}
+
+// A cursor that crosses into a shard whose leaf is damaged: the step throws
+// and the cursor stays in the shard it was in, at the entry it was at.
+TEST_CASE("a cursor step into a damaged shard leaves the cursor where it was", "[shards][errors]") {
+  const shape kinds{key_kind::u64, 0, value_kind::u64, 0, 512};
+  model entries;
+  for (std::uint64_t i = 0; i < 40; ++i) {
+    entries[std::string(u64_key(i).view())] = std::string(u64_value(i * 3).view());
+  }
+  scratch_directory scratch;
+  const fs::path manifest = build_set(scratch / "set.manifest", kinds, entries, every(10, 40));
+  std::string damaged_name;
+  {
+    const sharded_reader set = sharded_reader::open(manifest);
+    REQUIRE(set.shard_count() == 4);
+    REQUIRE(set.shard(2).info().leaf_count == 1);
+    damaged_name = set.shard(2).name();
+  }
+  // Shard 2's one leaf (page 1) claims level 1: page() refuses it.
+  std::string bytes = read_file(damaged_name);
+  bytes[kinds.page_size + format::page::level_offset] = 1;
+  write_file(damaged_name, bytes);
+  const sharded_reader set = sharded_reader::open(manifest);
+  auto at_rank = [&](const cursor& at, std::uint64_t rank) {
+    REQUIRE_FALSE(at.is_end());
+    REQUIRE(at.rank() == rank);
+    REQUIRE(decode_u64_key(at.key()) == rank);
+    REQUIRE(at.value() == u64_value(rank * 3).view());
+  };
+  auto throws_corrupt = [&](auto&& step) {
+    const std::string message = message_of(step);
+    REQUIRE(message.find(damaged_name) != std::string::npos);
+    REQUIRE(message.find("page 1") != std::string::npos);
+  };
+  SECTION("forwards, from the shard before") {
+    cursor at = set.find(std::string(u64_key(19).view()));
+    throws_corrupt([&] { ++at; });
+    at_rank(at, 19);
+    throws_corrupt([&] { ++at; });
+    --at;
+    at_rank(at, 18);
+  }
+  SECTION("backwards, from the shard after") {
+    cursor at = set.find(std::string(u64_key(30).view()));
+    throws_corrupt([&] { --at; });
+    at_rank(at, 30);
+    ++at;
+    at_rank(at, 31);
+  }
+  SECTION("a walk") {
+    cursor at = set.begin();
+    std::uint64_t visited = 0;
+    throws_corrupt([&] { at.for_each_until(set.end(), [&](const entry_ref&) { ++visited; }); });
+    REQUIRE(visited == 20);
+    at_rank(at, 19);
   }
 }
 

@@ -177,7 +177,8 @@ class cursor {
 
   entry_view operator*() const { return {key(), value()}; }
   // Within a leaf, a step is an increment: the leaf's header was decoded
-  // and checked when the cursor arrived at it.
+  // and checked when the cursor arrived at it.  A step into a damaged leaf
+  // throws error(corrupt) and leaves the cursor where it was.
   cursor& operator++() {
     if (index_ + 1 < leaf_page_.count) {  // count is 0 at the end
       ++index_;
@@ -251,6 +252,10 @@ class cursor {
   void adopt_leaf(const detail::page_view& leaf);
   cursor& step_to_next_leaf();
   cursor& step_to_previous_leaf();
+  // Runs `cross`, which moves the cursor to another leaf; if it throws,
+  // puts the cursor back where it was (lib/src/reader.cc only).
+  template <class Cross>
+  void cross_or_stay(Cross&& cross);
   std::string_view variable_value() const;
   // key() and value() of entry `index` of the current leaf.
   std::string_view key_at(std::uint32_t index) const;

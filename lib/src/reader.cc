@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <sys/stat.h>
+#include <tuple>
 
 namespace bbtree {
 
@@ -327,15 +328,36 @@ std::uint64_t cursor::rank() const noexcept {
   return set_ == nullptr ? in_file : entries_before_shard() + in_file;
 }
 
+// Without this a crossing that met a damaged leaf left the cursor at the
+// new leaf's number with no leaf decoded: it compared unequal to the end
+// yet no longer moved, so a caller that caught the error and stepped again
+// made no progress; in a shard set it also held one shard's page number
+// with another shard's file.  Only the position is saved: the leaf it was
+// at decoded once, so decoding it again cannot fail (a reader's bytes do
+// not change), and a scan's crossings copy no page_view.
+template <class Cross>
+void cursor::cross_or_stay(Cross&& cross) {
+  const auto saved = std::tuple(core_, leaf_, index_, shard_);
+  try {
+    cross();
+  } catch (...) {
+    std::tie(core_, leaf_, index_, shard_) = saved;
+    load_leaf();
+    throw;
+  }
+}
+
 cursor& cursor::step_to_next_leaf() {
   // The end stays the end; otherwise the next leaf's first entry, which
   // load_leaf finds past any empty leaves.
   if (is_end()) return *this;
-  ++leaf_;
-  index_ = 0;
-  if (set_ != nullptr && leaf_ >= core_->end_leaf()) [[unlikely]]
-    enter_next_shard();
-  load_leaf();
+  cross_or_stay([this] {
+    ++leaf_;
+    index_ = 0;
+    if (set_ != nullptr && leaf_ >= core_->end_leaf()) [[unlikely]]
+      enter_next_shard();
+    load_leaf();
+  });
   // A cursor that crossed into this leaf is likely to cross into the next:
   // start loading it now, since the hardware prefetcher stops at the
   // boundaries of 4 KiB memory pages.
@@ -345,12 +367,14 @@ cursor& cursor::step_to_next_leaf() {
 
 cursor& cursor::step_to_previous_leaf() {
   if (core_ == nullptr) return *this;
-  const auto previous = core_->previous({leaf_, index_});
-  leaf_ = previous.leaf;
-  index_ = previous.index;
-  if (set_ != nullptr && leaf_ >= core_->end_leaf()) [[unlikely]]
-    enter_previous_shard();
-  load_leaf();
+  cross_or_stay([this] {
+    const auto previous = core_->previous({leaf_, index_});
+    leaf_ = previous.leaf;
+    index_ = previous.index;
+    if (set_ != nullptr && leaf_ >= core_->end_leaf()) [[unlikely]]
+      enter_previous_shard();
+    load_leaf();
+  });
   if (!is_end() && leaf_ > core_->first_leaf()) core_->prefetch_page(leaf_ - 1);  // as forward
   return *this;
 }
