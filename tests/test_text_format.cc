@@ -329,6 +329,14 @@ TEST_CASE("input that text accepts beyond what it writes", "[text_format]") {
 TEST_CASE("field helpers", "[text_format]") {
   CHECK(unescape("a\\\\b\\t\\x00") == std::string("a\\b\t\0", 5));
   CHECK_THROWS_AS(unescape("a\\"), error);
+  // Errors name the text as the caller calls it.
+  CHECK_THROWS_WITH(unescape("a\\q"), Catch::Contains("bad escape \"\\q\" in text \"a\\q\""));
+  CHECK_THROWS_WITH(unescape("a\\q", "metadata key"), Catch::Contains("in metadata key \"a\\q\""));
+  CHECK_THROWS_WITH(unescape("a\\", "path"),
+                    Catch::Equals("incomplete escape at the end of path \"a\\\""));
+  CHECK_THROWS_WITH(
+      unescape("a\rb", "path"),
+      Catch::Equals("raw carriage return in path \"a\\x0db\": a CR byte is written \\r"));
   std::string escaped;
   append_escaped(escaped, std::string("\xff\n", 2));
   CHECK(escaped == "\\xff\\n");

@@ -126,8 +126,8 @@ std::pair<std::string, std::string> parse_metadata(const std::string& item) {
     throw usage_error(fmt::format("--metadata \"{}\": expected KEY=VALUE", item));
   }
   try {
-    return {unescape(std::string_view(item).substr(0, equals)),
-            unescape(std::string_view(item).substr(equals + 1))};
+    return {unescape(std::string_view(item).substr(0, equals), "key"),
+            unescape(std::string_view(item).substr(equals + 1), "value")};
   } catch (const error& e) {
     throw usage_error(fmt::format("--metadata \"{}\": {}", item, e.what()));
   }

@@ -72,8 +72,9 @@ bool is_valid_utf8(std::string_view bytes) noexcept;
 // of valid UTF-8 escaped as \\, \t, \r, \n and \xHH.
 void append_escaped(std::string& out, std::string_view bytes);
 // Reverses append_escaped.  Throws error(invalid_argument) on an unknown or
-// incomplete escape and on a raw carriage return, which text must escape.
-std::string unescape(std::string_view text);
+// incomplete escape and on a raw carriage return, which text must escape;
+// the message calls the text `what` ("metadata key", "path", ...).
+std::string unescape(std::string_view text, std::string_view what = "text");
 
 // Appends the text of an encoded key or value (a value of a file without
 // values appends nothing).

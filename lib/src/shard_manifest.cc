@@ -268,7 +268,7 @@ class manifest_parser {
     shard_record shard;
     shard.line = line_;
     try {
-      shard.path = unescape(fields[1]);
+      shard.path = unescape(fields[1], "path");
     } catch (const error& e) {
       fail(fmt::format("path: {}", e.what()));
     }

@@ -102,11 +102,10 @@ std::string quote(std::string_view text) {
 }
 
 // Decodes backslash escapes.  Returns `text` itself when it holds none, else
-// the decoded bytes in `storage`.
-std::string_view unescape_field(std::string_view text, std::string& storage, field_role role,
-                                bool raw_cr_allowed) {
+// the decoded bytes in `storage`.  Errors call the text `what`.
+std::string_view unescape_field(std::string_view text, std::string& storage,
+                                std::string_view what) {
   const char* backslash = static_cast<const char*>(std::memchr(text.data(), '\\', text.size()));
-  if (!raw_cr_allowed && std::memchr(text.data(), '\r', text.size())) fail_raw_cr(role);
   if (!backslash) return text;
   storage.assign(text.data(), backslash);
   const char* p = backslash;
@@ -121,7 +120,7 @@ std::string_view unescape_field(std::string_view text, std::string& storage, fie
     }
     if (p + 1 == end) {
       fail(errc::invalid_argument,
-           fmt::format("incomplete escape at the end of {} {}", role_name(role), quote(text)));
+           fmt::format("incomplete escape at the end of {} {}", what, quote(text)));
     }
     switch (p[1]) {
       case '\\':
@@ -146,8 +145,8 @@ std::string_view unescape_field(std::string_view text, std::string& storage, fie
         if (high < 0 || low < 0) {
           fail(errc::invalid_argument,
                fmt::format("bad escape {} in {} {}: \\x takes two hex digits",
-                           quote(std::string_view(p, std::min<std::size_t>(4, end - p))),
-                           role_name(role), quote(text)));
+                           quote(std::string_view(p, std::min<std::size_t>(4, end - p))), what,
+                           quote(text)));
         }
         storage += static_cast<char>(high * 16 + low);
         p += 4;
@@ -156,7 +155,7 @@ std::string_view unescape_field(std::string_view text, std::string& storage, fie
       default:
         fail(errc::invalid_argument,
              fmt::format("bad escape {} in {} {}: the escapes are \\\\ \\t \\r \\n \\xHH",
-                         quote(std::string_view(p, 2)), role_name(role), quote(text)));
+                         quote(std::string_view(p, 2)), what, quote(text)));
     }
   }
   return storage;
@@ -319,7 +318,8 @@ std::string_view parse_field(std::string_view text, field_role role, const entry
         break;
     }
   }
-  const std::string_view bytes = unescape_field(text, storage, role, raw_cr_allowed);
+  if (!raw_cr_allowed && std::memchr(text.data(), '\r', text.size())) fail_raw_cr(role);
+  const std::string_view bytes = unescape_field(text, storage, role_name(role));
   check_bytes_length(bytes.size(), role);
   return bytes;
 }
@@ -1620,10 +1620,14 @@ void append_escaped(std::string& out, std::string_view bytes) {
   detail::append_escaped_bytes(out, bytes);
 }
 
-std::string unescape(std::string_view text) {
+std::string unescape(std::string_view text, std::string_view what) {
+  if (std::memchr(text.data(), '\r', text.size())) {
+    throw error(errc::invalid_argument,
+                fmt::format("raw carriage return in {} {}: a CR byte is written \\r", what,
+                            detail::quote(text)));
+  }
   std::string storage;
-  const std::string_view bytes =
-      detail::unescape_field(text, storage, detail::field_role::value, false);
+  const std::string_view bytes = detail::unescape_field(text, storage, what);
   return std::string(bytes);
 }
 

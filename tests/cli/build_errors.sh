@@ -40,7 +40,9 @@ expect_status 2 "$BUILD" --shards 4294967296 -o x.manifest good.tsv
 expect_status 2 "$BUILD" --metadata novalue -o x.bbt good.tsv
 expect_err '--metadata "novalue": expected KEY=VALUE'
 expect_status 2 "$BUILD" --metadata 'k=\q' -o x.bbt good.tsv
-expect_err 'bad escape'
+expect_err_line 'bbtree-build: error: --metadata "k=\q": bad escape "\q" in value "\q": the escapes are \\ \t \r \n \xHH'
+expect_status 2 "$BUILD" --metadata 'a\q=b' -o x.bbt good.tsv
+expect_err 'bad escape "\q" in key "a\q"'
 expect_status 2 "$BUILD" --progress --quiet -o x.bbt good.tsv
 expect_no_file x.bbt
 # Accepted: this input fits in --memory, so no run is written to --tmp-dir.
