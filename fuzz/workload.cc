@@ -39,6 +39,28 @@ void guarded(Queries&& queries) {
   }
 }
 
+// One step of `position`.  A step that throws (a damaged leaf on the way)
+// must leave the cursor where it was, still reading the same entry.
+void checked_step(cursor& position, bool forwards) {
+  const cursor before = position;
+  try {
+    if (forwards) {
+      ++position;
+    } else {
+      --position;
+    }
+  } catch (const error&) {
+    BBTREE_FUZZ_CHECK(position == before && position.is_end() == before.is_end(),
+                      "a cursor step that threw moved the cursor");
+    if (!position.is_end()) {
+      BBTREE_FUZZ_CHECK(position.rank() == before.rank() && position.key() == before.key() &&
+                            position.value() == before.value(),
+                        "a cursor step that threw changed the entry the cursor reads");
+    }
+    throw;
+  }
+}
+
 // Walks up to `steps` entries from `position`, forwards or backwards,
 // reading each key and value.
 void walk(cursor position, std::size_t steps, bool forwards, const cursor* end = nullptr) {
@@ -57,11 +79,7 @@ void walk(cursor position, std::size_t steps, bool forwards, const cursor* end =
     touch(position.key());
     touch(position.value());
     (void)position.rank();
-    if (forwards) {
-      ++position;
-    } else {
-      --position;
-    }
+    checked_step(position, forwards);
   }
 }
 
@@ -203,7 +221,7 @@ void exercise(const reader& index, bytes_view probe_source) {
   guarded([&] {
     std::size_t steps = 0;
     for (cursor position = index.begin(); !position.is_end() && steps < scan_limit;
-         ++position, ++steps) {
+         checked_step(position, true), ++steps) {
       const std::string_view key = position.key();
       touch(key);
       touch(position.value());
@@ -222,7 +240,7 @@ void exercise(const reader& index, bytes_view probe_source) {
   guarded([&] {
     cursor position = index.end();
     for (std::size_t steps = 0; steps < scan_limit; ++steps) {
-      --position;
+      checked_step(position, false);
       if (position.is_end()) break;
       touch(position.key());
       touch(position.value());
