@@ -112,7 +112,8 @@ void bbtree_cursor_close(bbtree_cursor* cursor);
 bbtree_status bbtree_cursor_seek(bbtree_cursor* cursor, const void* key, size_t key_size);
 bbtree_status bbtree_cursor_first(bbtree_cursor* cursor);
 bbtree_status bbtree_cursor_last(bbtree_cursor* cursor);
-/* One entry forward or back; BBTREE_END past either end. */
+/* One entry forward or back; BBTREE_END past either end.  On an error (a
+ * damaged page on the way) the cursor stays at the entry it was at. */
 bbtree_status bbtree_cursor_next(bbtree_cursor* cursor);
 bbtree_status bbtree_cursor_prev(bbtree_cursor* cursor);
 int bbtree_cursor_valid(const bbtree_cursor* cursor);
