@@ -4,6 +4,7 @@
 # AddressSanitizer + UndefinedBehaviorSanitizer, the concurrency tests under
 # ThreadSanitizer, and a short run of every libFuzzer target.
 #   FUZZ_SECONDS   seconds per fuzz target (default 30; 0 skips fuzzing)
+#   FUZZ_JOBS      fuzz targets run at once (default: one a core)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +30,7 @@ build-tsan/tests/bbtree_tests "[concurrency],[background_copy]"
 
 if [ "${FUZZ_SECONDS:-30}" != 0 ] && [ -x fuzz/ci-fuzz.sh ]; then
   echo "== fuzz targets, ${FUZZ_SECONDS:-30} s each"
-  FUZZ_SECONDS="${FUZZ_SECONDS:-30}" fuzz/ci-fuzz.sh
+  # One target a core: the targets run alone, each in one process.
+  FUZZ_SECONDS="${FUZZ_SECONDS:-30}" FUZZ_JOBS="${FUZZ_JOBS:-$jobs}" fuzz/ci-fuzz.sh
 fi
 echo "== all tests passed"
