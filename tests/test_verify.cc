@@ -732,6 +732,34 @@ TEST_CASE("byte strings: heap, blob and metadata damage behind valid checksums",
     REQUIRE_THAT(format_problem(report, report.problems[0]),
                  Catch::StartsWith("test.bbt: metadata (offset "));
   }
+  SECTION("metadata layout faults: the reader and the verifier report the same") {
+    // The region holds entry_count, then "alpha" = "1" (14 bytes) and
+    // "beta" = "2" (13 bytes).
+    REQUIRE(info.metadata_length == 4 + 14 + 13);
+    struct layout_fault {
+      std::uint32_t count;
+      std::string message;
+    };
+    for (const layout_fault& fault :
+         {layout_fault{1, "13 bytes after the last of the 1 entries"},
+          layout_fault{3, "entry 2 of 3 runs past the end of the region"}}) {
+      INFO(fault.message);
+      std::string file = good;
+      store_field<std::uint32_t>(file, info.metadata_offset, fault.count);
+      store_field<std::uint32_t>(
+          file, header::metadata_checksum_offset,
+          format::crc32c(file.data() + info.metadata_offset, info.metadata_length));
+      rechecksum_header(file);
+      const std::string expected =
+          fmt::format("test.bbt: metadata (offset {}): {}",
+                      info.metadata_offset + 18 + (fault.count == 1 ? 0 : 13), fault.message);
+      const verify_report report = verify_string(file);
+      REQUIRE(report.problems.size() == 1);
+      REQUIRE(format_problem(report, report.problems[0]) == expected);
+      const reader damaged = reader::from_memory(as_bytes(file), "test.bbt");
+      REQUIRE_THROWS_WITH(damaged.metadata(), expected);
+    }
+  }
   SECTION("a metadata byte") {
     std::string file = good;
     file[file.size() - 1] ^= 1;

@@ -6,6 +6,7 @@
 #include "code_layout.h"
 #include "file_io.h"
 #include "mapping.h"
+#include "metadata_region.h"
 
 #include <fmt/format.h>
 
@@ -81,32 +82,20 @@ std::vector<std::pair<std::string, std::string>> reader::metadata() const {
   if (info.metadata_length == 0) return entries;
   const auto* block = core_->base() + info.metadata_offset;
   const std::uint64_t length = info.metadata_length;
-  auto bad = [&](std::string_view what) {
-    throw error(errc::corrupt, fmt::format("{}: metadata at offset {}: {}", core_->name(),
-                                           info.metadata_offset, what));
+  // Named as the verifier names a fault there (verify.h).
+  auto bad = [&](std::uint64_t offset, std::string_view what) {
+    throw error(errc::corrupt, fmt::format("{}: metadata (offset {}): {}", core_->name(),
+                                           info.metadata_offset + offset, what));
   };
   if (format::crc32c(block, length) !=
       format::load_le<std::uint32_t>(core_->base() + format::header::metadata_checksum_offset)) {
-    bad("checksum mismatch");
+    bad(0, "checksum mismatch");
   }
-  std::uint64_t offset = 0;
-  auto read_field = [&]() {
-    if (length - offset < 4) bad("field length past the end");
-    const std::uint32_t field_length = format::load_le<std::uint32_t>(block + offset);
-    offset += 4;
-    if (length - offset < field_length) bad("field past the end");
-    std::string field(reinterpret_cast<const char*>(block + offset), field_length);
-    offset += field_length;
-    return field;
-  };
-  if (length < 4) bad("shorter than its count");
-  const std::uint32_t count = format::load_le<std::uint32_t>(block);
-  offset = 4;
-  for (std::uint32_t i = 0; i < count; ++i) {
-    std::string key = read_field();
-    std::string value = read_field();
-    entries.emplace_back(std::move(key), std::move(value));
-  }
+  if (length < 4) bad(0, "shorter than its 4-byte count");
+  const detail::metadata_layout layout = detail::read_metadata_layout(block, length);
+  if (layout.problem) bad(layout.problem->offset, layout.problem->what);
+  entries.reserve(layout.pairs.size());
+  for (const auto& [key, value] : layout.pairs) entries.emplace_back(key, value);
   return entries;
 }
 

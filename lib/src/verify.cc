@@ -29,6 +29,7 @@
 
 #include "file_io.h"
 #include "key_compare.h"
+#include "metadata_region.h"
 
 #include <fmt/format.h>
 
@@ -1130,41 +1131,21 @@ class verifier {
     }
     if (options_.quick) return;
     if (length < 4) return;  // reported with the header
-    const std::uint32_t count = load_le<std::uint32_t>(region);
-    if (count == 0)
+    const metadata_layout layout = read_metadata_layout(region, length);
+    if (load_le<std::uint32_t>(region) == 0)
       problem(0, "metadata region with no entries; a file without metadata has no region");
-    std::uint64_t offset = 4;
-    std::string previous_key;
-    for (std::uint32_t i = 0; i < count; ++i) {
-      std::string_view fields[2];
-      for (std::string_view& field : fields) {
-        if (length - offset < 4) {
-          problem(offset, fmt::format("entry {} of {} runs past the end of the region", i, count));
-          return;
-        }
-        const std::uint32_t field_length = load_le<std::uint32_t>(region + offset);
-        if (length - offset - 4 < field_length) {
-          problem(offset,
-                  fmt::format("entry {} of {}: a {}-byte field runs past the end of the region", i,
-                              count, field_length));
-          return;
-        }
-        field = as_chars(region + offset + 4, field_length);
-        offset += 4 + std::uint64_t{field_length};
-      }
-      if (i > 0 && compare_keys(previous_key, fields[0]) >= 0) {
-        problem(static_cast<std::uint64_t>(
-                    reinterpret_cast<const unsigned char*>(fields[0].data()) - region) -
+    for (std::size_t i = 1; i < layout.pairs.size(); ++i) {
+      const std::string_view key = layout.pairs[i].first;
+      const std::string_view previous_key = layout.pairs[i - 1].first;
+      if (compare_keys(previous_key, key) >= 0) {
+        problem(static_cast<std::uint64_t>(reinterpret_cast<const unsigned char*>(key.data()) -
+                                           region) -
                     4,
                 fmt::format("metadata key {} is not greater than the key before it, {}",
-                            quote_key(fields[0]), quote_key(previous_key)));
+                            quote_key(key), quote_key(previous_key)));
       }
-      previous_key.assign(fields[0]);
     }
-    if (offset != length) {
-      problem(offset,
-              fmt::format("{} bytes after the last of the {} entries", length - offset, count));
-    }
+    if (layout.problem) problem(layout.problem->offset, layout.problem->what);
   }
 
   // ---------------------------------------------------------------------
