@@ -380,3 +380,31 @@ TEST_CASE("a cursor step into a damaged leaf throws and leaves the cursor where 
     }
   }
 }
+
+// at(r) finds the last leaf whose first_rank is <= r.  When that leaf does
+// not hold rank r, the first_rank chain is broken, and at(r) says so rather
+// than answering with an entry of another rank (spec/FORMAT.md, 14.5).
+TEST_CASE("at(r) on a broken first_rank chain reports the leaf", "[faults]") {
+  const shape kinds{key_kind::u64, 0, value_kind::u64, 0, 512};
+  const model entries = random_model_of(kinds, 300, 31);
+  const std::string good = build_bytes(kinds, entries);
+  const reader clean = reader::from_memory(as_bytes(good));
+  REQUIRE(clean.info().leaf_count >= 4);
+  const std::uint32_t damaged = 3;
+  std::string file = good;
+  const std::uint64_t first_rank = clean.core().page(damaged, 0).header_word;
+  // Leaf 3 claims to start 5 ranks later: ranks first_rank .. first_rank + 4
+  // fall after the end of leaf 2 and before the start of leaf 3.
+  const std::uint64_t page_offset = std::uint64_t{damaged} * page_size_of(file);
+  format::store_le<std::uint64_t>(raw(file) + page_offset + format::page::first_rank_offset,
+                                  first_rank + 5);
+  const reader index = reader::from_memory(as_bytes(file), "damaged.bbt");
+  for (std::uint64_t rank = first_rank; rank < first_rank + 5; ++rank) {
+    INFO("rank " << rank);
+    REQUIRE_THROWS_WITH(index.at(rank), Catch::Contains("damaged.bbt: page 2 ") &&
+                                            Catch::Contains("is not among the"));
+  }
+  // Ranks the chain still places are answered.
+  REQUIRE(index.at(first_rank - 1).key() == clean.at(first_rank - 1).key());
+  REQUIRE(index.at(first_rank + 5).key() == clean.at(first_rank).key());
+}

@@ -181,6 +181,30 @@ TEST_CASE("the reader's errors for a bad header", "[verify][header]") {
     rechecksum_header(file);
     require_header_error(file, errc::corrupt_header);
   }
+  SECTION("regions out of place, a metadata region shorter than its count") {
+    const std::string with_metadata = build_bytes(u64_shape, spaced_u64_model(200), {{"k", "v"}});
+    const std::uint64_t metadata_offset =
+        format::load_le<std::uint64_t>(with_metadata.data() + header::metadata_offset_offset);
+    std::string file = with_metadata;
+    store_field<std::uint64_t>(file, header::metadata_offset_offset, metadata_offset + 1);
+    store_field<std::uint64_t>(file, header::metadata_length_offset,
+                               with_metadata.size() - metadata_offset - 1);
+    rechecksum_header(file);
+    require_header_error(file, errc::corrupt_header);
+    REQUIRE_THAT(open_message(file), Catch::Contains("do not follow the pages"));
+    // Three bytes of metadata, the file cut to match.
+    file = with_metadata.substr(0, metadata_offset + 3);
+    store_field<std::uint64_t>(file, header::metadata_length_offset, 3);
+    store_field<std::uint64_t>(file, header::file_size_offset, file.size());
+    rechecksum_header(file);
+    require_header_error(file, errc::corrupt_header);
+    REQUIRE_THAT(open_message(file), Catch::Contains("shorter than its 4-byte count"));
+    file = good;
+    store_field<std::uint32_t>(file, header::max_key_length_offset, 65537);
+    rechecksum_header(file);
+    require_header_error(file, errc::corrupt_header);
+    REQUIRE_THAT(open_message(file), Catch::Contains("max_key_length 65537"));
+  }
   SECTION("a newer minor version opens") {
     std::string file = good;
     store_field<std::uint16_t>(file, header::minor_offset, 7);

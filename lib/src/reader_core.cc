@@ -157,14 +157,29 @@ BBTREE_FIRST_ANSWER void reader_core::validate_header(const unsigned char* heade
          fmt::format("corrupt header: {} pages of {} bytes do not fit in {} bytes",
                      info_.page_count, info_.page_size, info_.file_size));
   }
-  auto region_ok = [&](std::uint64_t offset, std::uint64_t length) {
-    return length == 0 ? offset == 0
-                       : offset >= pages_end && offset <= info_.file_size &&
-                             length <= info_.file_size - offset;
+  // The blob region follows the pages and the metadata region follows the
+  // blob region, and together they end the file.  Every length was bounded
+  // by file_size above or is compared with what is left of it, so nothing
+  // here can overflow.
+  auto region_at = [&](std::uint64_t offset, std::uint64_t length, std::uint64_t start) {
+    return length == 0 ? offset == 0 : offset == start && length <= info_.file_size - start;
   };
-  if (!region_ok(info_.blob_offset, info_.blob_length) ||
-      !region_ok(info_.metadata_offset, info_.metadata_length)) {
-    fail(errc::corrupt_header, "corrupt header: blob or metadata region outside the file");
+  const bool blob_ok = region_at(info_.blob_offset, info_.blob_length, pages_end);
+  const std::uint64_t blob_end = pages_end + (blob_ok ? info_.blob_length : 0);
+  if (!blob_ok || !region_at(info_.metadata_offset, info_.metadata_length, blob_end) ||
+      blob_end + info_.metadata_length != info_.file_size) {
+    fail(errc::corrupt_header,
+         "corrupt header: the blob and metadata regions do not follow the pages to the end of "
+         "the file");
+  }
+  if (info_.metadata_length > 0 && info_.metadata_length < 4) {
+    fail(errc::corrupt_header,
+         fmt::format("corrupt header: metadata_length {}, shorter than its 4-byte count",
+                     info_.metadata_length));
+  }
+  if (info_.max_key_length > max_key_length) {
+    fail(errc::corrupt_header, fmt::format("corrupt header: max_key_length {} is over {}",
+                                           info_.max_key_length, max_key_length));
   }
   if (info_.height < 1 || info_.height > max_height || info_.root_page != info_.page_count - 1 ||
       load_le<std::uint32_t>(h + header::first_leaf_page_offset) != 1) {
@@ -1005,9 +1020,13 @@ reader_core::position reader_core::at_rank(std::uint64_t rank) const {
       high = middle;
     }
   }
-  const std::uint64_t first_rank = page(low, 0).header_word;
-  const std::uint64_t index = rank >= first_rank ? rank - first_rank : 0;
-  return normalize(low, static_cast<std::uint32_t>(std::min<std::uint64_t>(index, 0xFFFFFFFFu)));
+  const page_view leaf = page(low, 0);
+  // Spec 14.5: the leaf found holds the rank, or the first_rank chain is
+  // broken.  (Going on would answer with another entry.)
+  if (rank < leaf.header_word || rank - leaf.header_word >= leaf.count) [[unlikely]]
+    corrupt(low, fmt::format("rank {} is not among the {} entries from first_rank {}", rank,
+                             leaf.count, leaf.header_word));
+  return {low, static_cast<std::uint32_t>(rank - leaf.header_word)};
 }
 
 BBTREE_FIRST_ANSWER std::optional<std::uint32_t> reader_core::find_in_leaf(

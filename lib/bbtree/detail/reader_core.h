@@ -282,8 +282,8 @@ class reader_core {
   background_copy* background_copy_ = nullptr;  // owned by holder_
   file_info info_;
   std::array<std::uint32_t, format::max_height> level_first_page_{};
-  // A page's prefix is no longer than its keys (fixed sizes) or an eighth
-  // of the page (the builder's cap, and what keeps sections in the page).
+  // A page's prefix is no longer than its keys (fixed sizes) or the page
+  // (byte-string keys; the sections are checked against the page anyway).
   std::uint32_t prefix_limit_ = 0;
   // Children of a full level-1 page, rounded up from the average (0 below
   // height 3): touch_guessed_leaf's estimate of where a level-1 page's
