@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace bbtree::detail {
 
 metadata_layout read_metadata_layout(const unsigned char* region, std::uint64_t length) {

@@ -91,7 +91,7 @@ std::vector<std::pair<std::string, std::string>> reader::metadata() const {
       format::load_le<std::uint32_t>(core_->base() + format::header::metadata_checksum_offset)) {
     bad(0, "checksum mismatch");
   }
-  if (length < 4) bad(0, "shorter than its 4-byte count");
+  // Opening checked that a region holds at least its 4-byte count.
   const detail::metadata_layout layout = detail::read_metadata_layout(block, length);
   if (layout.problem) bad(layout.problem->offset, layout.problem->what);
   entries.reserve(layout.pairs.size());

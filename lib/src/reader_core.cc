@@ -157,17 +157,16 @@ BBTREE_FIRST_ANSWER void reader_core::validate_header(const unsigned char* heade
          fmt::format("corrupt header: {} pages of {} bytes do not fit in {} bytes",
                      info_.page_count, info_.page_size, info_.file_size));
   }
-  // The blob region follows the pages and the metadata region follows the
-  // blob region, and together they end the file.  Every length was bounded
-  // by file_size above or is compared with what is left of it, so nothing
-  // here can overflow.
-  auto region_at = [&](std::uint64_t offset, std::uint64_t length, std::uint64_t start) {
-    return length == 0 ? offset == 0 : offset == start && length <= info_.file_size - start;
-  };
-  const bool blob_ok = region_at(info_.blob_offset, info_.blob_length, pages_end);
-  const std::uint64_t blob_end = pages_end + (blob_ok ? info_.blob_length : 0);
-  if (!blob_ok || !region_at(info_.metadata_offset, info_.metadata_length, blob_end) ||
-      blob_end + info_.metadata_length != info_.file_size) {
+  // The blob region follows the pages, the metadata region follows the
+  // blob region, and together they end the file.  Lengths are compared
+  // with what is left of file_size, so nothing here overflows.
+  const std::uint64_t after_pages = info_.file_size - pages_end;
+  const bool regions_ok =
+      info_.blob_length <= after_pages &&
+      info_.metadata_length == after_pages - info_.blob_length &&
+      info_.blob_offset == (info_.blob_length == 0 ? 0 : pages_end) &&
+      info_.metadata_offset == (info_.metadata_length == 0 ? 0 : pages_end + info_.blob_length);
+  if (!regions_ok) {
     fail(errc::corrupt_header,
          "corrupt header: the blob and metadata regions do not follow the pages to the end of "
          "the file");
