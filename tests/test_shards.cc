@@ -3,6 +3,8 @@
 // splitting sets, and every way a manifest or a shard can be wrong.
 #include "test_support.h"
 
+#include "../lib/src/shard_support.h"
+
 #include <bbtree/builder.h>
 #include <bbtree/format/layout.h>
 #include <bbtree/shards.h>
@@ -475,6 +477,119 @@ TEST_CASE("shard_set_builder: shards by size, equal keys never split, failures l
     REQUIRE_FALSE(fs::exists(scratch / "other.manifest"));
     REQUIRE_FALSE(fs::exists(shard_file_name(scratch / "other.manifest", 0)));
     REQUIRE(read_file(shard_file_name(scratch / "other.manifest", 1)) == "in the way");
+  }
+}
+
+namespace {
+
+// Sets detail::before_manifest_publish for one scope.
+class publish_hook {
+ public:
+  explicit publish_hook(std::function<void()> hook) {
+    detail::before_manifest_publish = std::move(hook);
+  }
+  ~publish_hook() { detail::before_manifest_publish = nullptr; }
+  publish_hook(const publish_hook&) = delete;
+  publish_hook& operator=(const publish_hook&) = delete;
+};
+
+std::vector<std::string> paths_in(const fs::path& manifest) {
+  std::vector<std::string> paths;
+  for (const shard_record& record : read_shard_manifest(manifest).shards) {
+    paths.push_back(record.path);
+  }
+  return paths;
+}
+
+}  // namespace
+
+TEST_CASE("replacing a set is one step: the old set stays whole until the new manifest is in place",
+          "[shards][errors]") {
+  const shape kinds{key_kind::u64, 0, value_kind::bytes, 0, 512};
+  scratch_directory scratch;
+  const fs::path manifest = scratch / "set.manifest";
+  const model old_entries = make_model(kinds, 400, 1);
+  const model new_entries = make_model(kinds, 300, 2);
+  std::mt19937_64 random(3);
+  const std::vector<std::string> old_probes = probes_for(kinds, old_entries, random, 60);
+  const std::vector<std::string> new_probes = probes_for(kinds, new_entries, random, 60);
+  build_set(manifest, kinds, old_entries, {100, 200, 300});
+  REQUIRE(paths_in(manifest) ==
+          std::vector<std::string>{"set.manifest.shard-0000.bbt", "set.manifest.shard-0001.bbt",
+                                   "set.manifest.shard-0002.bbt", "set.manifest.shard-0003.bbt"});
+  const std::vector<std::string> old_names = scratch.names();
+
+  SECTION("the new shards take the other generation's names, and the old ones go after") {
+    bool checked = false;
+    {
+      const publish_hook hook([&] {
+        // Every shard of both sets is in place: the old manifest still
+        // opens, whole, with its own entries.
+        check_against_model(sharded_reader::open(manifest), old_entries, old_probes);
+        checked = true;
+      });
+      build_set(manifest, kinds, new_entries, {150});
+    }
+    REQUIRE(checked);
+    REQUIRE(paths_in(manifest) == std::vector<std::string>{"set.manifest.shard-b-0000.bbt",
+                                                           "set.manifest.shard-b-0001.bbt"});
+    REQUIRE(scratch.names() == std::vector<std::string>{"set.manifest",
+                                                        "set.manifest.shard-b-0000.bbt",
+                                                        "set.manifest.shard-b-0001.bbt"});
+    check_against_model(sharded_reader::open(manifest), new_entries, new_probes);
+    // And back: generation a again, generation b removed.
+    build_set(manifest, kinds, old_entries, {100, 200, 300});
+    REQUIRE(scratch.names() == old_names);
+    check_against_model(sharded_reader::open(manifest), old_entries, old_probes);
+  }
+  SECTION("a reader that opened the old set keeps reading it after the replacement") {
+    const sharded_reader before = sharded_reader::open(manifest);
+    build_set(manifest, kinds, new_entries, {150});
+    check_against_model(before, old_entries, old_probes);
+    check_against_model(sharded_reader::open(manifest), new_entries, new_probes);
+  }
+  SECTION("a build that fails with its shards in place leaves the old set as it was") {
+    const std::string old_manifest = read_file(manifest);
+    {
+      const publish_hook hook([] { throw error(errc::io_error, "injected before the manifest"); });
+      REQUIRE_THAT(message_of([&] { build_set(manifest, kinds, new_entries, {150}); }),
+                   Catch::Contains("injected before the manifest"));
+    }
+    REQUIRE(read_file(manifest) == old_manifest);
+    REQUIRE(scratch.names() == old_names);
+    check_against_model(sharded_reader::open(manifest), old_entries, old_probes);
+  }
+  SECTION("names are compared as files: another spelling of an old shard's path counts") {
+    // "./NAME", and a hard link under a name of the user's.
+    fs::create_hard_link(scratch / "set.manifest.shard-0001.bbt", scratch / "kept.bbt");
+    shard_manifest spelled = read_shard_manifest(manifest);
+    spelled.shards[0].path = "./" + spelled.shards[0].path;
+    spelled.shards[1].path = "kept.bbt";
+    rewrite(manifest, format_shard_manifest(spelled));
+    {
+      const publish_hook hook(
+          [&] { check_against_model(sharded_reader::open(manifest), old_entries, old_probes); });
+      build_set(manifest, kinds, new_entries, {150});
+    }
+    REQUIRE(paths_in(manifest) == std::vector<std::string>{"set.manifest.shard-b-0000.bbt",
+                                                           "set.manifest.shard-b-0001.bbt"});
+    check_against_model(sharded_reader::open(manifest), new_entries, new_probes);
+    // "./NAME" is the builder's name spelled otherwise, and goes; a file the
+    // old manifest named under a name of the user's stays.
+    REQUIRE_FALSE(fs::exists(scratch / "set.manifest.shard-0000.bbt"));
+    REQUIRE(fs::exists(scratch / "kept.bbt"));
+    REQUIRE_FALSE(fs::exists(scratch / "set.manifest.shard-0002.bbt"));
+  }
+  SECTION("a set that names files of both generations is not replaced") {
+    fs::rename(scratch / "set.manifest.shard-0001.bbt", scratch / "set.manifest.shard-b-0000.bbt");
+    shard_manifest mixed = read_shard_manifest(manifest);
+    mixed.shards[1].path = "set.manifest.shard-b-0000.bbt";
+    rewrite(manifest, format_shard_manifest(mixed));
+    const std::vector<std::string> names = scratch.names();
+    REQUIRE_THAT(message_of([&] { build_set(manifest, kinds, new_entries, {150}); }),
+                 Catch::Contains("shard names of both generations"));
+    REQUIRE(scratch.names() == names);
+    check_against_model(sharded_reader::open(manifest), old_entries, old_probes);
   }
 }
 

@@ -51,7 +51,11 @@ disk space again as the set, while the set is written), and then cut into
 shards: --shards N gives N shards whose entry counts differ by at most one
 (fewer when there are fewer entries), also for --sorted input, since the
 count is known by then; --shard-size starts a new shard once one reaches
-SIZE bytes.  A failed build leaves no shard file and no manifest.
+SIZE bytes.  A failed build leaves no shard file and no manifest.  With
+--force, a new set replaces the old in one step: its shards take the names
+the old set does not use (OUT.shard-b-0000.bbt, ... when the old set has
+OUT.shard-0000.bbt, ..., and back again), and the old shards are removed
+once the new manifest is in place.
 )";
 
 // The progress line: reading (with the sorted runs written, if any), then

@@ -86,9 +86,14 @@ shard_manifest read_shard_manifest(const std::filesystem::path& path);
 // nothing: write_shard_set and shard_set_builder check before they call it.
 std::string format_shard_manifest(const shard_manifest& manifest);
 
-// The name shard_set_builder gives shard `number` of the set whose manifest
-// is `manifest`: "MANIFEST.shard-0000.bbt" (four digits or more), beside it.
-std::filesystem::path shard_file_name(const std::filesystem::path& manifest, std::size_t number);
+// The names shard_set_builder gives shard `number` of the set whose manifest
+// is `manifest`, beside it, four digits or more: "MANIFEST.shard-0000.bbt"
+// (generation a) or "MANIFEST.shard-b-0000.bbt" (generation b).  A set that
+// replaces another takes the generation whose names the old one does not
+// use, so that the new manifest's rename is the one step that replaces it.
+enum class shard_name_generation { a, b };
+std::filesystem::path shard_file_name(const std::filesystem::path& manifest, std::size_t number,
+                                      shard_name_generation generation = shard_name_generation::a);
 
 struct shard_set_options {
   bool overwrite = false;  // replace an existing manifest (and shard files)
@@ -122,11 +127,13 @@ struct shard_set_summary {
 // temporary names; finish() gives them their names (shard_file_name) and
 // then publishes the manifest, so that a failed build leaves neither a
 // manifest nor a shard file behind.  Replacing an existing set
-// (options.overwrite) renames the new shards over the old ones before the
-// new manifest replaces the old; a reader that opens the set in between is
-// refused (the old manifest's header checksums no longer match), not misled;
-// once the new manifest is in place, the old set's shard files beyond the
-// new set's count (named as this builder names them) are removed.
+// (options.overwrite) touches none of the files the old manifest names
+// until the new manifest has replaced it: the new shards take the other
+// generation's names, so that a reader sees the old set or the new one
+// whole, and a build that fails or is stopped leaves the old set as it was.
+// Once the new manifest is in place, the files the old one named under this
+// builder's names (either generation) and the new set does not use are
+// removed.
 class shard_set_builder {
  public:
   // options.overwrite and options.sync apply to the manifest and the shards

@@ -5,7 +5,9 @@
 // name beside the manifest (".MANIFEST.bbtree-tmp-PID-shard-N", which a
 // later build of the same manifest removes once this process is gone);
 // finish() renames them to their names and then publishes the manifest,
-// the one file that makes them a set.
+// the one file that makes them a set.  When it replaces a set, the new
+// shards take the names the old set does not use (shard_name_generation),
+// so that the manifest's rename is the single step that replaces the set.
 #include <bbtree/shards.h>
 
 #include "file_io.h"
@@ -14,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <optional>
@@ -55,6 +58,48 @@ void check_split(const shard_split& split) {
   }
 }
 
+// The shard paths, as written, of the manifest at `manifest`; none if there
+// is no file there or it is not a readable manifest, since then there is no
+// set that a reader could open and that the new one must leave alone.
+std::vector<std::string> paths_named_by(const fs::path& manifest) {
+  std::vector<std::string> paths;
+  if (!is_shard_manifest(manifest)) return paths;
+  try {
+    for (shard_record& record : read_shard_manifest(manifest).shards) {
+      paths.push_back(std::move(record.path));
+    }
+  } catch (const error&) {
+    paths.clear();
+  }
+  return paths;
+}
+
+// The generation whose names for `count` shards are none of the files the
+// replaced manifest names (compared as files, so that "./x" or an absolute
+// path or a hard link counts), a before b.
+shard_name_generation generation_clear_of(const fs::path& manifest, std::size_t count,
+                                          const std::vector<std::string>& replaced) {
+  const fs::path directory = directory_of(manifest);
+  auto clear = [&](shard_name_generation generation) {
+    for (std::size_t number = 0; number < count; ++number) {
+      const fs::path name = shard_file_name(manifest, number, generation);
+      for (const std::string& path : replaced) {
+        std::error_code ignored;
+        if (fs::equivalent(name, directory / path, ignored)) return false;
+      }
+    }
+    return true;
+  };
+  if (clear(shard_name_generation::a)) return shard_name_generation::a;
+  if (clear(shard_name_generation::b)) return shard_name_generation::b;
+  throw error(
+      errc::already_exists,
+      fmt::format("{}: the set it would replace uses shard names of both generations ({} "
+                  "and {}); give another name, or remove that set first",
+                  manifest.string(), shard_file_name(manifest, 0).filename().string(),
+                  shard_file_name(manifest, 0, shard_name_generation::b).filename().string()));
+}
+
 // Removes a file this build created, whatever happens.
 class removed_at_exit {
  public:
@@ -68,6 +113,9 @@ class removed_at_exit {
 };
 
 }  // namespace
+
+std::function<void()> before_manifest_publish;
+
 }  // namespace detail
 
 class shard_set_builder::impl {
@@ -137,10 +185,14 @@ class shard_set_builder::impl {
       shard_manifest manifest;
       manifest.types = detail::canonical_types(entry_types::of(options_));
       shard_set_summary summary;
+      const std::vector<std::string> replaced =
+          options_.overwrite ? detail::paths_named_by(manifest_) : std::vector<std::string>{};
+      const shard_name_generation generation =
+          detail::generation_clear_of(manifest_, temporaries_.size(), replaced);
       std::vector<fs::path> names;
       for (std::size_t number = 0; number < temporaries_.size(); ++number) {
         const reader file = reader::open(temporaries_[number]);
-        const fs::path name = shard_file_name(manifest_, number);
+        const fs::path name = shard_file_name(manifest_, number, generation);
         shard_record record;
         record.path = name.filename().string();
         record.first_key = file.first()->key;
@@ -167,12 +219,13 @@ class shard_set_builder::impl {
         publish_shard(temporaries_[number], names[number]);
       }
       if (options_.sync && !names.empty()) detail::sync_directory(detail::directory_of(manifest_));
+      if (detail::before_manifest_publish) detail::before_manifest_publish();
       detail::write_manifest_file(manifest_, manifest, {options_.overwrite, options_.sync});
       temporaries_.clear();
       published_.clear();
       removable_.clear();
       state_ = state::finished;
-      if (options_.overwrite) remove_replaced_shards(names.size());
+      remove_replaced_shards(replaced, manifest);
       return summary;
     } catch (...) {
       abort();
@@ -220,12 +273,18 @@ class shard_set_builder::impl {
     end_requested_ = false;
   }
 
-  // A set replaced by a smaller one leaves shards that no manifest names:
-  // those named as this builder names them, from `count` on, are removed.
-  void remove_replaced_shards(std::size_t count) const noexcept {
-    for (std::size_t number = count;; ++number) {
-      const fs::path name = shard_file_name(manifest_, number);
-      if (::unlink(name.c_str()) != 0) break;
+  // The replaced set's shards that no manifest names any more.  Only files
+  // under this builder's names go: a set joined by write_shard_set may name
+  // index files the user keeps for other uses.
+  void remove_replaced_shards(const std::vector<std::string>& replaced,
+                              const shard_manifest& current) const noexcept {
+    const fs::path directory = detail::directory_of(manifest_);
+    for (const std::string& path : replaced) {
+      if (!detail::is_builder_shard_name(path, manifest_)) continue;
+      const bool kept =
+          std::any_of(current.shards.begin(), current.shards.end(),
+                      [&](const shard_record& record) { return record.path == path; });
+      if (!kept) ::unlink((directory / path).c_str());
     }
   }
 

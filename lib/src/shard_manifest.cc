@@ -448,11 +448,30 @@ std::string format_shard_manifest(const shard_manifest& manifest) {
   return text;
 }
 
-fs::path shard_file_name(const fs::path& manifest, std::size_t number) {
+fs::path shard_file_name(const fs::path& manifest, std::size_t number,
+                         shard_name_generation generation) {
   fs::path name = manifest;
-  name += fmt::format(".shard-{:04}.bbt", number);
+  name +=
+      fmt::format(".shard-{}{:04}.bbt", generation == shard_name_generation::a ? "" : "b-", number);
   return name;
 }
+
+namespace detail {
+
+bool is_builder_shard_name(std::string_view path, const fs::path& manifest) {
+  const fs::path normal = fs::path(path).lexically_normal();
+  if (normal.has_parent_path()) return false;
+  const std::string name = normal.string();
+  const std::string stem = manifest.filename().string() + ".shard-";
+  if (!name.starts_with(stem) || !name.ends_with(".bbt")) return false;
+  std::string_view number =
+      std::string_view(name).substr(stem.size(), name.size() - stem.size() - 4);
+  if (number.starts_with("b-")) number.remove_prefix(2);
+  return number.size() >= 4 &&
+         std::all_of(number.begin(), number.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+}  // namespace detail
 
 shard_manifest write_shard_set(const fs::path& manifest, std::span<const fs::path> shards,
                                const shard_set_options& options) {

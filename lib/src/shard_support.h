@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -50,6 +51,16 @@ std::filesystem::path shard_path(const std::filesystem::path& manifest, const sh
 // last keys are not compared: they need reads beyond the header.
 std::string header_mismatch(const shard_record& record, const entry_types& types,
                             const reader& file);
+
+// True if `path`, as a manifest line writes it, is one of the names
+// shard_set_builder gives the shards of `manifest` (either generation),
+// in the manifest's directory ("./NAME" included).
+bool is_builder_shard_name(std::string_view path, const std::filesystem::path& manifest);
+
+// Fault injection for tests: shard_set_builder::finish() calls it, when
+// set, once the new shards have their names and before the manifest is
+// published.  Whatever it throws fails the build there.
+extern std::function<void()> before_manifest_publish;
 
 // Writes `manifest` at `path` atomically (a staged file, renamed into
 // place), under the options' overwrite and sync.

@@ -270,9 +270,16 @@ expect_status 2 "$BUILD" -q --key-type u64 --shards 2 -o set.manifest sorted.tsv
 expect_err 'set.manifest already exists (use --force to replace it)'
 expect_status 0 "$BUILD" -q --force --key-type u64 --shards 2 -o set.manifest sorted.tsv
 [[ $(shard_counts set.manifest) == '2500 2500 ' ]] || fail "counts after --force: $(shard_counts set.manifest)"
-# The replaced set's shards that the new one does not use are gone.
-expect_no_file set.manifest.shard-0002.bbt
-expect_no_file set.manifest.shard-0003.bbt
+# The new shards took the names the old set did not use, and the old set's
+# shards are gone; a second replacement goes back to the first names.
+[[ $(ls set.manifest.shard-*) == $'set.manifest.shard-b-0000.bbt\nset.manifest.shard-b-0001.bbt' ]] ||
+  fail "shards after --force: $(ls set.manifest.shard-*)"
+grep -q $'^shard\tset.manifest.shard-b-0000.bbt\t' set.manifest || fail "manifest after --force"
+expect_status 0 "$VERIFY" set.manifest
+expect_status 0 "$BUILD" -q --force --key-type u64 --shards 3 -o set.manifest sorted.tsv
+[[ $(ls set.manifest.shard-*) == $'set.manifest.shard-0000.bbt\nset.manifest.shard-0001.bbt\nset.manifest.shard-0002.bbt' ]] ||
+  fail "shards after a second --force: $(ls set.manifest.shard-*)"
+expect_status 0 "$VERIFY" set.manifest
 expect_status 2 "$BUILD" -q --key-type u64 --shards 2 -o - sorted.tsv
 expect_err 'give -o a path, not -'
 expect_status 2 "$BUILD" -q --key-type u64 --shards 2 --shard-size 1M -o x.manifest sorted.tsv
