@@ -77,11 +77,16 @@ const char* bbtree_status_name(bbtree_status status);
 /* The library version, such as "0.1.0". */
 const char* bbtree_version(void);
 
-/* Opens a file.  populate: fault every page in at open (0 or 1). */
+/* Opens an index file, or a shard set's manifest (spec/SHARDS.md) with
+ * every shard it lists, read as one index: lookups, batches, counts and
+ * cursors work across the shards as on one file.  populate: fault every
+ * page in at open (0 or 1).  A shard that is missing or differs from its
+ * manifest line fails the open, with a message naming the manifest line. */
 bbtree_status bbtree_open(const char* path, bbtree_memory_mode mode, int populate,
                           bbtree_index** out);
 /* Reads `size` bytes at `data` in place: the caller keeps them alive and
- * unchanged until bbtree_close.  Works at any address and alignment. */
+ * unchanged until bbtree_close.  Works at any address and alignment.  The
+ * bytes are an index file's; a manifest names files, so it opens by path. */
 bbtree_status bbtree_open_memory(const void* data, size_t size, bbtree_index** out);
 /* Closes an index (null is allowed).  Its cursors must be closed first. */
 void bbtree_close(bbtree_index* index);

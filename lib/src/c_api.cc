@@ -1,8 +1,10 @@
-// The C interface: a thin layer over reader that turns every exception into
+// The C interface: a thin layer over sharded_reader (an index file, or a
+// shard set's manifest, read as one index) that turns every exception into
 // a status and a thread-local message.
 #include <bbtree/bbtree.h>
 #include <bbtree/key_codec.h>
 #include <bbtree/reader.h>
+#include <bbtree/shards.h>
 #include <bbtree/version.h>
 
 #include <cstring>
@@ -12,7 +14,7 @@
 #include <vector>
 
 struct bbtree_index {
-  bbtree::reader reader;
+  bbtree::sharded_reader reader;
 };
 
 struct bbtree_cursor {
@@ -142,7 +144,7 @@ bbtree_status bbtree_open(const char* path, bbtree_memory_mode mode, int populat
     bbtree::open_options options;
     options.memory = static_cast<bbtree::memory_mode>(mode_value);
     options.populate = populate != 0;
-    *out = new bbtree_index{bbtree::reader::open(path, options)};
+    *out = new bbtree_index{bbtree::sharded_reader::open(path, options)};
     return BBTREE_OK;
   });
 }
@@ -152,8 +154,8 @@ bbtree_status bbtree_open_memory(const void* data, size_t size, bbtree_index** o
     return invalid("bbtree_open_memory: null argument");
   *out = nullptr;
   return guarded([&] {
-    *out = new bbtree_index{bbtree::reader::from_memory(
-        std::span<const std::byte>(static_cast<const std::byte*>(data), size))};
+    *out = new bbtree_index{bbtree::sharded_reader(bbtree::reader::from_memory(
+        std::span<const std::byte>(static_cast<const std::byte*>(data), size)))};
     return BBTREE_OK;
   });
 }

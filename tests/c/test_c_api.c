@@ -1,7 +1,8 @@
 /* The C interface, from C: lookups, batches, cursors, counts and errors on
- * the sample index (English number names -> u64), opened from the file and
- * from a copy in memory at an odd address.
- *   test_c_api INDEX */
+ * the sample index (English number names -> u64), opened from the file,
+ * from a copy in memory at an odd address, and as a shard set of the same
+ * entries; and a manifest whose shards are missing.
+ *   test_c_api INDEX MANIFEST MANIFEST_WITHOUT_SHARDS */
 #include <bbtree/bbtree.h>
 
 #include <stdio.h>
@@ -121,8 +122,8 @@ static void check_index(const bbtree_index* index) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: test_c_api INDEX\n");
+  if (argc != 4) {
+    fprintf(stderr, "usage: test_c_api INDEX MANIFEST MANIFEST_WITHOUT_SHARDS\n");
     return 2;
   }
   bbtree_index* index = NULL;
@@ -130,11 +131,19 @@ int main(int argc, char** argv) {
   const bbtree_memory_mode modes[] = {BBTREE_MAP, BBTREE_MAP_HUGE_PAGES, BBTREE_COPY_HUGE_PAGES,
                                       BBTREE_MAP_THEN_COPY_HUGE_PAGES};
   for (size_t m = 0; m < sizeof modes / sizeof modes[0]; ++m) {
-    index = NULL;
-    CHECK(bbtree_open(argv[1], modes[m], 0, &index) == BBTREE_OK);
-    if (index != NULL) check_index(index);
-    bbtree_close(index);
+    /* The file, and the shard set, whose cursors cross shard borders. */
+    for (int path = 1; path <= 2; ++path) {
+      index = NULL;
+      CHECK(bbtree_open(argv[path], modes[m], 0, &index) == BBTREE_OK);
+      if (index != NULL) check_index(index);
+      bbtree_close(index);
+    }
   }
+  /* A set with its shards gone: an error that names the manifest's line. */
+  index = NULL;
+  CHECK(bbtree_open(argv[3], BBTREE_MAP, 0, &index) == BBTREE_E_IO);
+  CHECK(index == NULL);
+  CHECK(strstr(bbtree_last_error(), "numbers.manifest:3: cannot open ") != NULL);
   CHECK(bbtree_open(argv[1], (bbtree_memory_mode)4, 0, &index) == BBTREE_E_INVALID_ARGUMENT);
 
   /* The same bytes at an odd address in memory: the layout is relocatable. */
