@@ -670,19 +670,95 @@ TEST_CASE("split_index and import_shard_set", "[shards]") {
     for (const std::string& name : scratch.names())
       REQUIRE(name.find("bbtree-tmp") == std::string::npos);
   }
-  SECTION("a bad input line leaves nothing") {
-    write_file(scratch / "bad.tsv", "1\t1\n2\t2\nthree\t3\n");
+  SECTION("by shard size, the set streams, and is what cutting the whole index makes") {
+    // Byte-string values and equal keys (keep_last), unsorted input larger
+    // than the sort's budget: sorted runs merged straight into the set.
+    const shape bytes_kinds{key_kind::u64, 0, value_kind::bytes, 0, 512};
+    build_options options = options_for(bytes_kinds);
+    options.duplicates = duplicate_policy::keep_last;
+    std::mt19937_64 random(5);
+    model expected;
+    std::string text;
+    for (std::uint64_t line = 0; line < 6000; ++line) {
+      const std::uint64_t key = random() % 5000;
+      const std::string value(1 + random() % 40, static_cast<char>('a' + line % 26));
+      expected[std::string(u64_key(key).view())] = value;
+      text += fmt::format("{}\t{}\n", key, value);
+    }
+    write_file(scratch / "dups.tsv", text);
+    const std::vector<std::string> inputs = {(scratch / "dups.tsv").string()};
+    import_options import;
+    import.memory = min_sort_memory;
+    const shard_set_summary summary =
+        import_shard_set(inputs, scratch / "streamed.manifest", options, import, {0, 4 * 512});
+    REQUIRE(summary.entries == expected.size());
+    REQUIRE(summary.shards > 10);
+    const sharded_reader streamed = sharded_reader::open(scratch / "streamed.manifest");
+    std::mt19937_64 probes_random(6);
+    check_against_model(streamed, expected, probes_for(bytes_kinds, expected, probes_random, 50));
+    // The same set, byte for byte, by the way of a whole index.
+    import_entries(inputs, scratch / "dups.bbt", options, import);
+    build_options cut = options;
+    cut.input_unsorted = true;
+    split_index(sharded_reader::open(scratch / "dups.bbt"), scratch / "cut.manifest", cut,
+                {0, 4 * 512});
+    const shard_manifest a = read_shard_manifest(scratch / "streamed.manifest");
+    const shard_manifest b = read_shard_manifest(scratch / "cut.manifest");
+    REQUIRE(a.shards.size() == b.shards.size());
+    for (std::size_t number = 0; number < a.shards.size(); ++number) {
+      REQUIRE(a.shards[number].header_checksum == b.shards[number].header_checksum);
+      REQUIRE(read_file(detail::shard_path(scratch / "streamed.manifest", a.shards[number])) ==
+              read_file(detail::shard_path(scratch / "cut.manifest", b.shards[number])));
+    }
+    for (const std::string& name : scratch.names())
+      REQUIRE(name.find("bbtree-tmp") == std::string::npos);
+  }
+  SECTION("by shard size, sorted input: shards are written while the input is read") {
+    std::string sorted_text;
+    for (std::uint64_t i = 0; i < 20000; ++i) sorted_text += fmt::format("{}\t{}\n", i, i);
+    write_file(scratch / "long.tsv", sorted_text);
     import_options import;
     import.sorted = true;
-    const std::vector<std::string> inputs = {(scratch / "bad.tsv").string()};
-    REQUIRE(
-        code_of([&] {
-          import_shard_set(inputs, scratch / "bad.manifest", options_for(kinds), import, {2, 0});
-        }) == errc::invalid_argument);
+    bool shards_while_reading = false;
+    import.progress = [&](const import_progress& progress) { if (progress.reading_done) return;
+    for (const std::string& name : scratch.names())
+      shards_while_reading |= name.find("long.manifest.bbtree-tmp") != std::string::npos;
+  };
+  const std::vector<std::string> inputs = {(scratch / "long.tsv").string()};
+  const shard_set_summary summary =
+      import_shard_set(inputs, scratch / "long.manifest", options_for(kinds), import, {0, 8 * 512});
+  REQUIRE(shards_while_reading);
+  REQUIRE(summary.entries == 20000);
+  REQUIRE(sharded_reader::open(scratch / "long.manifest").at(12345).value() ==
+          u64_value(12345).view());
+}
+SECTION("by shard size, a duplicate under the error policy names its lines, and leaves nothing") {
+  write_file(scratch / "twice.tsv", "5\t50\n1\t10\n9\t90\n1\t11\n");
+  const std::vector<std::string> inputs = {(scratch / "twice.tsv").string()};
+  for (const bool sorted : {false, true}) {
+    import_options import;
+    import.sorted = sorted;
+    const std::string message = message_of([&] {
+      import_shard_set(inputs, scratch / "twice.manifest", options_for(kinds), import, {0, 512});
+    });
+    REQUIRE_THAT(message, Catch::Contains(sorted ? "twice.tsv:2: key" : "twice.tsv:4: duplicate"));
     for (const std::string& name : scratch.names()) {
-      REQUIRE((name == "whole.bbt" || name == "bad.tsv"));
+      REQUIRE((name == "whole.bbt" || name == "twice.tsv"));
     }
   }
+}
+SECTION("a bad input line leaves nothing") {
+  write_file(scratch / "bad.tsv", "1\t1\n2\t2\nthree\t3\n");
+  import_options import;
+  import.sorted = true;
+  const std::vector<std::string> inputs = {(scratch / "bad.tsv").string()};
+  REQUIRE(code_of([&] {
+            import_shard_set(inputs, scratch / "bad.manifest", options_for(kinds), import, {2, 0});
+          }) == errc::invalid_argument);
+  for (const std::string& name : scratch.names()) {
+    REQUIRE((name == "whole.bbt" || name == "bad.tsv"));
+  }
+}
 }
 
 TEST_CASE("write_shard_set joins independent files", "[shards]") {

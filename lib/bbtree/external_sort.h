@@ -83,6 +83,32 @@ class duplicate_key_error : public error {
   std::string key_;
 };
 
+// What receives entries in key order when they do not go into one file:
+// external_sorting_builder::finish_into and import_into hand their entries
+// to it (bbtree-build --shard-size, to a shard_set_builder).  Equal keys
+// arrive together, in the order they were added, for the receiver's
+// duplicate policy; a receiver that refuses an equal key throws
+// error(duplicate_key).
+class sorted_entry_sink {
+ public:
+  virtual void add(std::string_view key, std::string_view value) = 0;
+
+ protected:
+  ~sorted_entry_sink() = default;
+};
+
+// A sorted_entry_sink over anything with add(key, value): a builder, a
+// shard_set_builder.
+template <typename Out>
+class sink_into final : public sorted_entry_sink {
+ public:
+  explicit sink_into(Out& out) : out_(out) {}
+  void add(std::string_view key, std::string_view value) override { out_.add(key, value); }
+
+ private:
+  Out& out_;
+};
+
 namespace detail {
 class external_sorter;
 }
@@ -108,6 +134,11 @@ class external_sorting_builder {
 
   // Sorts or merges what was added into the destination and publishes it.
   build_summary finish();
+  // Sorts or merges what was added and hands it to `out` in key order
+  // instead; the destination is only where sorted runs go by default.
+  // Throws what `out` throws, and duplicate_key_error for equal keys under
+  // duplicate_policy::error (out's error(duplicate_key) included).
+  void finish_into(sorted_entry_sink& out);
 
   // Abandons the build: stops the worker and closes (so removes) every
   // temporary file.  Idempotent.

@@ -59,4 +59,14 @@ build_summary import_entries(std::span<const std::string> inputs,
                              const std::filesystem::path& destination, const build_options& options,
                              const import_options& import);
 
+// As import_entries, but hands the entries in key order to `out` instead of
+// building one file (import_shard_set's streaming case): `destination` is
+// where the output will be, beside which sorted runs go unless
+// import.temporary_directory says otherwise; `options` gives the types and
+// the duplicate policy.  The same errors, and what `out` throws.  The
+// caller finishes `out`.
+void import_into(std::span<const std::string> inputs, sorted_entry_sink& out,
+                 const std::filesystem::path& destination, const build_options& options,
+                 const import_options& import);
+
 }  // namespace bbtree

@@ -179,11 +179,15 @@ struct shard_split {
 shard_set_summary split_index(const sharded_reader& source, const std::filesystem::path& manifest,
                               const build_options& options, const shard_split& split);
 
-// bbtree-build --shards N / --shard-size SIZE: import_entries (import.h)
-// into a temporary index beside the manifest, then split_index into the
-// set.  The temporary file is unlinked as soon as it is open, so that
-// nothing of it remains whatever happens; it takes as much disk space as
-// the set while the set is written.  Throws what import_entries throws, and
+// bbtree-build --shards N / --shard-size SIZE.  With a shard size, the
+// entries stream into a shard_set_builder as they come (sorted input) or
+// as the external sort emits them (import_into, import.h): the set is
+// written once.  With a number of shards, which needs the entry count
+// before the first shard can end, import_entries writes a temporary index
+// beside the manifest, which split_index then cuts into the set; the
+// temporary file is unlinked as soon as it is open, so that nothing of it
+// remains whatever happens, and takes as much disk space as the set while
+// the set is written.  Throws what import_entries throws, and
 // error(already_exists) before reading any input if the manifest exists
 // and options.overwrite is false.
 shard_set_summary import_shard_set(std::span<const std::string> inputs,

@@ -828,16 +828,18 @@ class external_sorter {
   }
 
   build_summary finish() {
-    if (done_) throw error(errc::invalid_argument, "finish() after finish(), abort() or a failure");
-    done_ = true;
-    try {
-      build_summary summary = spilled_ ? finish_from_runs() : finish_in_memory();
-      abort();
-      return summary;
-    } catch (...) {
-      abort();
-      throw;
-    }
+    // The builder is made only now: until the input is all read, nothing
+    // exists at the destination.
+    std::optional<builder> out;
+    finish_into([&] {
+      out.emplace(destination_, options_);
+      return sink_into<builder>(*out);
+    });
+    return out->finish();
+  }
+
+  void finish_into(sorted_entry_sink& out) {
+    finish_into([&]() -> sorted_entry_sink& { return out; });
   }
 
   void abort() noexcept {
@@ -956,9 +958,29 @@ class external_sorter {
     buffer.clear();
   }
 
-  build_summary finish_in_memory() {
-    builder out(destination_, options_);
-    if (!block_) return out.finish();
+  // Hands the sorted entries to the sink that `open_output` returns, made
+  // when the entries are ready to go out.
+  template <typename OpenOutput>
+  void finish_into(OpenOutput&& open_output) {
+    if (done_) throw error(errc::invalid_argument, "finish() after finish(), abort() or a failure");
+    done_ = true;
+    try {
+      if (spilled_) {
+        finish_from_runs(open_output);
+      } else {
+        finish_in_memory(open_output);
+      }
+      abort();
+    } catch (...) {
+      abort();
+      throw;
+    }
+  }
+
+  template <typename OpenOutput>
+  void finish_in_memory(OpenOutput& open_output) {
+    auto&& out = open_output();
+    if (!block_) return;
     const run_buffer& buffer = buffers_[0];
     const sorted_refs sorted = sort_buffer(buffer, order_, true);
     progress_.phase = sort_phase::writing;
@@ -975,10 +997,10 @@ class external_sorter {
     report();
     block_.reset();
     buffers_[0] = run_buffer();
-    return out.finish();
   }
 
-  build_summary finish_from_runs() {
+  template <typename OpenOutput>
+  void finish_from_runs(OpenOutput& open_output) {
     spill();
     worker_.wait();
     buffers_[0] = buffers_[1] = run_buffer();
@@ -989,7 +1011,7 @@ class external_sorter {
     progress_.pass = 0;
     while (runs_.size() > plan.fan_in_final) merge_pass(plan);
 
-    builder out(destination_, options_);
+    auto&& out = open_output();
     progress_.phase = sort_phase::writing;
     progress_.done = 0;
     progress_.total = entries_in(runs_);
@@ -1013,7 +1035,6 @@ class external_sorter {
           report();
         });
     runs.clear();
-    return out.finish();
   }
 
   // Merges groups of consecutive runs into longer ones, in a new file.
@@ -1064,7 +1085,8 @@ class external_sorter {
 
   // The builder reports a duplicate under duplicate_policy::error; say
   // which key, for callers that look for it.
-  static void add_to(builder& out, std::string_view key, std::string_view value) {
+  template <typename Out>
+  static void add_to(Out& out, std::string_view key, std::string_view value) {
     try {
       out.add(key, value);
     } catch (const error& failure) {
@@ -1123,6 +1145,7 @@ void external_sorting_builder::add(std::string_view key, std::string_view value)
   impl_->add(key, value);
 }
 build_summary external_sorting_builder::finish() { return impl_->finish(); }
+void external_sorting_builder::finish_into(sorted_entry_sink& out) { impl_->finish_into(out); }
 void external_sorting_builder::abort() noexcept { impl_->abort(); }
 std::uint64_t external_sorting_builder::entries_added() const noexcept {
   return impl_->entries_added();

@@ -183,6 +183,26 @@ class importer {
 
   build_summary build_sorted(const fs::path& destination) {
     builder out(destination, options_);
+    read_sorted(out);
+    return out.finish();
+  }
+  void build_sorted(sorted_entry_sink& out) { read_sorted(out); }
+
+  build_summary build_unsorted(const fs::path& destination) {
+    check_destination(destination, options_.overwrite);
+    build_summary summary;
+    sort(destination, [&](external_sorting_builder& sorted) { summary = sorted.finish(); });
+    return summary;
+  }
+  void build_unsorted(const fs::path& destination, sorted_entry_sink& out) {
+    sort(destination, [&](external_sorting_builder& sorted) { sorted.finish_into(out); });
+  }
+
+ private:
+  // The inputs, in key order, into `out`, checked on the way: the order,
+  // and duplicates under duplicate_policy::error, named by their lines.
+  template <typename Out>
+  void read_sorted(Out& out) {
     previous_key previous;
     std::size_t previous_input = 0;
     std::uint64_t previous_line = 0;
@@ -214,11 +234,12 @@ class importer {
       finish_input(input, reader);
     }
     report_done();
-    return out.finish();
   }
 
-  build_summary build_unsorted(const fs::path& destination) {
-    check_destination(destination, options_.overwrite);
+  // The inputs through an external sort, which `finish` then finishes;
+  // runs go beside `destination` unless import_options say otherwise.
+  template <typename Finish>
+  void sort(const fs::path& destination, Finish finish) {
     std::optional<std::string> duplicate;
     {
       sort_options sort;
@@ -236,7 +257,8 @@ class importer {
           finish_input(input, reader);
         }
         report_done();
-        return out.finish();
+        finish(out);
+        return;
       } catch (const duplicate_key_error& found) {
         duplicate = found.key();
       }
@@ -246,7 +268,6 @@ class importer {
     blame_duplicate(*duplicate);
   }
 
- private:
   entry_reader open_reader(std::size_t input) {
     return entry_reader(inputs_[input].open(), inputs_[input].name(), import_.format, types_);
   }
@@ -336,6 +357,21 @@ build_summary import_entries(std::span<const std::string> inputs,
       inputs.empty() ? std::span<const std::string>(&standard_input, 1) : inputs;
   detail::importer importer(paths, options, import);
   return import.sorted ? importer.build_sorted(destination) : importer.build_unsorted(destination);
+}
+
+void import_into(std::span<const std::string> inputs, sorted_entry_sink& out,
+                 const std::filesystem::path& destination, const build_options& options,
+                 const import_options& import) {
+  validate(options);
+  static const std::string standard_input = "-";
+  const std::span<const std::string> paths =
+      inputs.empty() ? std::span<const std::string>(&standard_input, 1) : inputs;
+  detail::importer importer(paths, options, import);
+  if (import.sorted) {
+    importer.build_sorted(out);
+  } else {
+    importer.build_unsorted(destination, out);
+  }
 }
 
 }  // namespace bbtree

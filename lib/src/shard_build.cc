@@ -365,6 +365,14 @@ shard_set_summary import_shard_set(std::span<const std::string> inputs, const fs
     throw error(errc::already_exists,
                 fmt::format("{} already exists (use --force to replace it)", manifest.string()));
   }
+  if (split.shard_size > 0) {
+    build_options shard_options = options;
+    shard_options.input_unsorted = !import.sorted;
+    shard_set_builder out(manifest, shard_options, split.shard_size);
+    sink_into<shard_set_builder> sink(out);
+    import_into(inputs, sink, manifest, options, import);
+    return out.finish();
+  }
   // The whole index first: the importer sorts (or checks the order of) the
   // input and resolves duplicates, and the entry count that --shards needs
   // is known once it is written.

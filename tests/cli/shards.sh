@@ -88,6 +88,14 @@ same_answers sized.manifest range --after 998 --before 1010
 same_answers sized.manifest range --after 998 --before 1010 --reverse
 expect_status 0 "$DUMP" sized.manifest
 expect_out_file sorted.tsv
+# Unsorted input through an external sort of many runs: the merge streams
+# into the same shards.
+expect_status 0 "$BUILD" -q --key-type u64 --page-size 512 --shard-size 8K --memory 64K \
+  -o sized-unsorted.manifest unsorted.tsv
+expect_status 0 "$DUMP" sized-unsorted.manifest
+expect_out_file sorted.tsv
+[[ $(grep -c '^shard' sized-unsorted.manifest) == "$shards" ]] || fail "unsorted --shard-size: $(grep -c '^shard' sized-unsorted.manifest) shards, sorted $shards"
+expect_status 0 "$VERIFY" sized-unsorted.manifest
 
 # --- bbtree-verify -----------------------------------------------------------------
 
