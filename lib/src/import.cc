@@ -348,14 +348,23 @@ class importer {
 }  // namespace
 }  // namespace detail
 
+namespace detail {
+namespace {
+
+// No inputs means standard input.
+std::span<const std::string> input_paths(std::span<const std::string> inputs) {
+  static const std::string standard_input = "-";
+  return inputs.empty() ? std::span<const std::string>(&standard_input, 1) : inputs;
+}
+
+}  // namespace
+}  // namespace detail
+
 build_summary import_entries(std::span<const std::string> inputs,
                              const std::filesystem::path& destination, const build_options& options,
                              const import_options& import) {
   validate(options);
-  static const std::string standard_input = "-";
-  const std::span<const std::string> paths =
-      inputs.empty() ? std::span<const std::string>(&standard_input, 1) : inputs;
-  detail::importer importer(paths, options, import);
+  detail::importer importer(detail::input_paths(inputs), options, import);
   return import.sorted ? importer.build_sorted(destination) : importer.build_unsorted(destination);
 }
 
@@ -363,10 +372,7 @@ void import_into(std::span<const std::string> inputs, sorted_entry_sink& out,
                  const std::filesystem::path& destination, const build_options& options,
                  const import_options& import) {
   validate(options);
-  static const std::string standard_input = "-";
-  const std::span<const std::string> paths =
-      inputs.empty() ? std::span<const std::string>(&standard_input, 1) : inputs;
-  detail::importer importer(paths, options, import);
+  detail::importer importer(detail::input_paths(inputs), options, import);
   if (import.sorted) {
     importer.build_sorted(out);
   } else {
