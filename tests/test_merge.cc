@@ -4,6 +4,7 @@
 #include "test_support.h"
 
 #include <bbtree/merge.h>
+#include <bbtree/shards.h>
 
 #include <catch2/catch.hpp>
 
@@ -163,6 +164,62 @@ TEST_CASE("merging empty inputs, and one input", "[merge]") {
   REQUIRE_THROWS_AS(merge_indexes(std::vector<std::filesystem::path>{}, out,
                                   merge_options_for(duplicate_policy::error)),
                     error);
+}
+
+TEST_CASE("a shard set merges as one input, at its place among the inputs", "[merge][shards]") {
+  scratch_directory scratch;
+  std::mt19937_64 random(23);
+  std::vector<model> inputs(3);
+  for (std::size_t input = 0; input < inputs.size(); ++input) {
+    for (int i = 0; i < 3000; ++i) {
+      inputs[input][std::string(u64_key(random() % 6000).view())] =
+          std::string(u64_value(input).view());
+    }
+  }
+  const auto paths = write_inputs(scratch, u64_shape, inputs);
+  // The middle input as a set of 5 shards instead of one file.
+  split_index(sharded_reader::open(paths[1]), scratch / "middle.manifest",
+              options_for_test(u64_shape), {5, 0});
+  const std::vector<std::filesystem::path> with_set{paths[0], scratch / "middle.manifest",
+                                                    paths[2]};
+  for (const duplicate_policy policy :
+       {duplicate_policy::keep_first, duplicate_policy::keep_last}) {
+    const auto out = scratch / "out.bbt";
+    merge_indexes(with_set, out, merge_options_for(policy));
+    REQUIRE(read_all(out) == *expected_merge(inputs, policy));
+  }
+  SECTION("a set alone, and a set without shards") {
+    const std::vector<std::filesystem::path> alone{scratch / "middle.manifest"};
+    merge_indexes(alone, scratch / "alone.bbt", merge_options_for(duplicate_policy::error));
+    REQUIRE(read_all(scratch / "alone.bbt") == inputs[1]);
+    shard_manifest empty;
+    empty.types = entry_types::of(options_for_test(u64_shape));
+    write_file(scratch / "empty.manifest", format_shard_manifest(empty));
+    const std::vector<std::filesystem::path> nothing{scratch / "empty.manifest"};
+    REQUIRE(
+        merge_indexes(nothing, scratch / "nothing.bbt", merge_options_for(duplicate_policy::error))
+            .entries == 0);
+    REQUIRE(reader::open(scratch / "nothing.bbt").info().keys == key_kind::u64);
+  }
+  SECTION("a duplicate names the shard, and a missing shard the manifest's line") {
+    const std::vector<std::filesystem::path> twice{paths[0], scratch / "middle.manifest"};
+    std::string message;
+    try {
+      merge_indexes(twice, scratch / "twice.bbt", merge_options_for(duplicate_policy::error));
+    } catch (const error& e) {
+      message = e.what();
+    }
+    REQUIRE_THAT(message, Catch::Contains("in0.bbt") && Catch::Contains("middle.manifest.shard-"));
+    std::filesystem::remove(shard_file_name(scratch / "middle.manifest", 2));
+    try {
+      merge_indexes(twice, scratch / "twice.bbt", merge_options_for(duplicate_policy::keep_first));
+      FAIL("a set with a shard missing merged");
+    } catch (const error& e) {
+      REQUIRE(e.code() == errc::io_error);
+      REQUIRE_THAT(std::string(e.what()), Catch::Contains("middle.manifest:5:"));
+    }
+    REQUIRE_FALSE(std::filesystem::exists(scratch / "twice.bbt"));
+  }
 }
 
 TEST_CASE("inputs of different types are refused, naming both", "[merge]") {

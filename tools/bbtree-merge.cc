@@ -1,4 +1,5 @@
-// bbtree-merge: merges index files of the same key and value types into one.
+// bbtree-merge: merges index files (or shard sets) of the same key and value
+// types into one.
 #include "common.h"
 
 #include <bbtree/merge.h>
@@ -17,6 +18,7 @@ namespace {
 constexpr std::string_view examples = R"(  bbtree-merge jan.bbt feb.bbt mar.bbt -o q1.bbt
   bbtree-merge --duplicates last base.bbt updates.bbt -o current.bbt
   bbtree-merge --force --page-size 16384 current.bbt more.bbt -o current.bbt
+  bbtree-merge data.manifest -o data.bbt    # a shard set into one file
 )";
 
 constexpr std::string_view exit_statuses = R"(  0  the index was written
@@ -28,7 +30,8 @@ constexpr std::string_view exit_statuses = R"(  0  the index was written
   3  an input that cannot be read, an output that cannot be written
 
 The inputs are read once, in key order, and the output is written as they
-are read: memory stays small whatever their sizes.  OUT may be one of the
+are read: memory stays small whatever their sizes.  An input may be a shard
+set's manifest (spec/SHARDS.md), merged as one input.  OUT may be one of the
 inputs (with --force): it is replaced only when the merge is complete.
 )";
 
@@ -72,7 +75,7 @@ int main(int argc, char** argv) {
   bool quiet = false;
   bool force = false;
 
-  app.add_option("IN", inputs, "The index files to merge")->required();
+  app.add_option("IN", inputs, "The index files (or shard sets' manifests) to merge")->required();
   app.add_option("-o,--output", output, "The index file to write")->required();
   app.add_option("--duplicates", duplicates,
                  "A key in several inputs: error fails the merge; first or last keeps the entry of "

@@ -36,8 +36,9 @@ struct merge_options {
   std::function<void(const merge_progress&)> progress;
 };
 
-// Merges `inputs` (at least one) into `destination`, whose key and value
-// types are theirs.  Throws error(type_mismatch) naming two inputs and their
+// Merges `inputs` (at least one: index files, or shard sets' manifests,
+// whose shards are checked against their lines as sharded_reader::open
+// does) into `destination`, whose key and value types are theirs.  Throws error(type_mismatch) naming two inputs and their
 // types when the inputs' types differ; error(duplicate_key) naming the key
 // and both inputs under duplicate_policy::error; the reader's errors
 // (not_bbtree, truncated, corrupt...) naming an input, including

@@ -1,5 +1,5 @@
-// Merging index files: a loser tree over the inputs' leaves, feeding a
-// builder.
+// Merging index files and shard sets: a loser tree over the leaves of the
+// inputs' files, feeding a builder.
 //
 // Each input is walked leaf by leaf through reader_core rather than through
 // cursors, so that the merge can check what a lookup does not (each leaf's
@@ -11,6 +11,7 @@
 
 #include <bbtree/detail/reader_core.h>
 #include <bbtree/reader.h>
+#include <bbtree/shards.h>
 #include <bbtree/text_format.h>
 
 #include "key_compare.h"
@@ -33,13 +34,11 @@ namespace fs = std::filesystem;
 namespace detail {
 namespace {
 
-// The entries of one input in key order.
+// The entries of one index file in key order.  The reader, a shard of one
+// of merge_indexes' inputs, outlives it.
 class index_source {
  public:
-  explicit index_source(const fs::path& path)
-      : index_(
-            reader::open(path, open_options{memory_mode::map, false, access_advice::sequential})),
-        core_(&index_.core()) {}
+  explicit index_source(const reader& index) : core_(&index.core()) {}
 
   const reader_core& core() const noexcept { return *core_; }
   const std::string& name() const noexcept { return core_->name(); }
@@ -119,7 +118,6 @@ class index_source {
     }
   }
 
-  reader index_;
   const reader_core* core_;
   page_view leaf_;
   bool in_leaf_ = false;
@@ -148,22 +146,33 @@ bool same_types(const file_info& a, const file_info& b) {
 build_summary merge_indexes(std::span<const fs::path> inputs, const fs::path& destination,
                             const merge_options& options) {
   if (inputs.empty()) throw error(errc::invalid_argument, "no input files to merge");
-  std::vector<detail::index_source> sources;
-  sources.reserve(inputs.size());
-  for (const fs::path& path : inputs) sources.emplace_back(path);
-
-  const file_info& first = sources.front().core().info();
+  // A shard set's shards cover disjoint ranges, so each can be a source of
+  // its own at the set's place among the inputs: the duplicate policy's
+  // "first" and "last" input still mean what they say.
+  std::vector<sharded_reader> sets;
+  sets.reserve(inputs.size());
+  for (const fs::path& path : inputs)
+    sets.push_back(sharded_reader::open(
+        path, open_options{memory_mode::map, false, access_advice::sequential}));
+  // A set's info() has its types, and its page size if its shards share
+  // one (else 0, the builder's default).
+  const file_info& first = sets.front().info();
   std::uint64_t total = 0;
-  for (const detail::index_source& source : sources) {
-    const file_info& info = source.core().info();
+  for (const sharded_reader& set : sets) {
+    const file_info& info = set.info();
     if (!detail::same_types(first, info)) {
       throw error(
           errc::type_mismatch,
           fmt::format("{} has {}, but {} has {}: only files of the same key and value types merge",
-                      sources.front().name(), detail::describe_types(first), source.name(),
+                      sets.front().name(), detail::describe_types(first), set.name(),
                       detail::describe_types(info)));
     }
     total += info.entries;
+  }
+  std::vector<detail::index_source> sources;
+  for (const sharded_reader& set : sets) {
+    for (std::size_t number = 0; number < set.shard_count(); ++number)
+      sources.emplace_back(set.shard(number));
   }
 
   build_options build;
@@ -171,12 +180,15 @@ build_summary merge_indexes(std::span<const fs::path> inputs, const fs::path& de
   build.key_size = first.key_size;
   build.values = first.values;
   build.value_size = first.value_size;
-  build.page_size = options.page_size != 0 ? options.page_size : first.page_size;
+  build.page_size = options.page_size != 0 ? options.page_size
+                    : first.page_size != 0 ? first.page_size
+                                           : build.page_size;
   build.duplicates = options.duplicates;
   build.overwrite = options.overwrite;
   build.sync = options.sync;
   build.metadata = options.metadata;
   builder out(destination, build);
+  if (sources.empty()) return out.finish();  // only sets without shards
 
   for (detail::index_source& source : sources) source.advance();
   // Of equal keys, the earlier input's comes first: keep_first and

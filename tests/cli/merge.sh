@@ -56,6 +56,17 @@ expect_status 0 "$MERGE" -q --duplicates first in3.bbt in2.bbt in1.bbt -o revers
 expect_status 0 "$DUMP" merged-last.bbt
 expect_out_file reversed.tsv
 
+# A shard set's manifest is one input, at its place: in2 as three shards.
+"$BUILD" -q --sorted --key-type u64 --value-type u64 --shards 3 -o in2.manifest in2.tsv
+expect_status 0 "$MERGE" -q --duplicates last in1.bbt in2.manifest in3.bbt -o from-set.bbt
+expect_status 0 "$DUMP" from-set.bbt
+expect_out_file expected-last.tsv
+# A set whose shard is gone: exit 3, the manifest's line named, nothing written.
+mv in2.manifest.shard-0001.bbt moved.bbt
+expect_status 3 "$MERGE" -q in1.bbt in2.manifest -o gone.bbt
+grep -q '^bbtree-merge: error: in2.manifest:4: cannot open' err || fail "missing shard: $(cat err)"
+expect_no_file gone.bbt
+
 # A key in two inputs under --duplicates error (the default): exit 1, the
 # key and both files named, nothing written.
 expect_status 1 "$MERGE" in1.bbt in2.bbt -o dup.bbt
