@@ -7,6 +7,7 @@
 #include <bbtree/shards.h>
 #include <bbtree/version.h>
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <optional>
@@ -192,13 +193,20 @@ bbtree_status bbtree_get_many(const bbtree_index* index, const bbtree_bytes* key
     return invalid("bbtree_get_many: null argument");
   }
   return guarded([&] {
-    std::vector<std::string_view> views(count);
-    for (size_t i = 0; i < count; ++i) views[i] = view_of(keys[i].data, keys[i].size);
-    std::vector<std::optional<std::string_view>> answers(count);
-    const size_t hits = index->reader.get_many(views, answers);
-    for (size_t i = 0; i < count; ++i) {
-      found[i] = answers[i].has_value() ? 1 : 0;
-      values[i] = answers[i] ? bytes_of(*answers[i]) : bbtree_bytes{nullptr, 0};
+    // In chunks on the stack: a batch allocates nothing, whatever its size,
+    // and the reader works in groups smaller than a chunk anyway.
+    constexpr size_t chunk = 64;
+    std::string_view views[chunk];
+    std::optional<std::string_view> answers[chunk];
+    size_t hits = 0;
+    for (size_t start = 0; start < count; start += chunk) {
+      const size_t n = std::min(chunk, count - start);
+      for (size_t i = 0; i < n; ++i) views[i] = view_of(keys[start + i].data, keys[start + i].size);
+      hits += index->reader.get_many(std::span(views, n), std::span(answers, n));
+      for (size_t i = 0; i < n; ++i) {
+        found[start + i] = answers[i].has_value() ? 1 : 0;
+        values[start + i] = answers[i] ? bytes_of(*answers[i]) : bbtree_bytes{nullptr, 0};
+      }
     }
     if (found_count != nullptr) *found_count = hits;
     return BBTREE_OK;

@@ -69,6 +69,56 @@ static void check_index(const bbtree_index* index) {
   CHECK(found[1] == 0);
   CHECK(found[2] == 1 && bbtree_u64_value(values[2].data) == 200);
 
+  /* A batch of every key, each followed by a missing one (the key with a
+   * '!' appended), many times the size of a chunk of the interface. */
+  {
+    enum { entries = 5001, batch = 2 * entries };
+    bbtree_bytes* batch_keys = malloc(batch * sizeof *batch_keys);
+    bbtree_bytes* batch_values = malloc(batch * sizeof *batch_values);
+    uint64_t* walked_values = malloc(entries * sizeof *walked_values);
+    char** missing = malloc(entries * sizeof *missing);
+    uint8_t* batch_found = malloc(batch);
+    bbtree_cursor* all = NULL;
+    CHECK(bbtree_cursor_open(index, &all) == BBTREE_OK);
+    int n = 0;
+    for (bbtree_status at = bbtree_cursor_first(all); at == BBTREE_OK && n < entries;
+         at = bbtree_cursor_next(all), ++n) {
+      bbtree_bytes walked_key = {0, 0};
+      bbtree_bytes walked_value = {0, 0};
+      CHECK(bbtree_cursor_key(all, &walked_key) == BBTREE_OK);
+      CHECK(bbtree_cursor_value(all, &walked_value) == BBTREE_OK);
+      missing[n] = malloc(walked_key.size + 1);
+      memcpy(missing[n], walked_key.data, walked_key.size);
+      missing[n][walked_key.size] = '!';
+      /* Values stay valid while the index is open; a key's bytes are
+       * copied, since they live only until the cursor moves. */
+      batch_keys[2 * n].data = missing[n];
+      batch_keys[2 * n].size = walked_key.size;
+      batch_keys[2 * n + 1].data = missing[n];
+      batch_keys[2 * n + 1].size = walked_key.size + 1;
+      walked_values[n] = bbtree_u64_value(walked_value.data);
+    }
+    bbtree_cursor_close(all);
+    CHECK(n == entries);
+    size_t batch_hits = 0;
+    CHECK(bbtree_get_many(index, batch_keys, batch, batch_values, batch_found, &batch_hits) ==
+          BBTREE_OK);
+    CHECK(batch_hits == entries);
+    int agree = 0;
+    for (int i = 0; i < entries; ++i) {
+      agree += batch_found[2 * i] == 1 && batch_values[2 * i].size == 8 &&
+               bbtree_u64_value(batch_values[2 * i].data) == walked_values[i] &&
+               batch_found[2 * i + 1] == 0;
+      free(missing[i]);
+    }
+    CHECK(agree == entries);
+    free(batch_keys);
+    free(batch_values);
+    free(walked_values);
+    free(missing);
+    free(batch_found);
+  }
+
   /* Keys starting with "twenty-": from "twenty-" up to "twenty." */
   uint64_t count = 0;
   CHECK(bbtree_count(index, "twenty-", 7, "twenty.", 7, &count) == BBTREE_OK);
