@@ -203,50 +203,43 @@ class shard_set {
   // Keys grouped by shard (a counting sort of their positions), each
   // group through its shard's batched lookup.  A key outside every shard's
   // range is missing without a lookup.
+  // Each chunk of keys goes to its shards in groups, one batched lookup a
+  // shard.  Chunks live on the stack, so that a batch allocates nothing,
+  // and are large enough that the groups of a set of a few shards still
+  // fill the reader's own groups of 16.
   std::size_t get_many(std::span<const std::string_view> keys,
                        std::span<std::optional<std::string_view>> out) const {
-    const std::uint32_t outside = count();
-    std::vector<std::uint32_t> owner(keys.size());
-    std::vector<std::size_t> group_start(std::size_t{count()} + 2, 0);
-    bool one_shard = true;
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      std::uint32_t shard = outside;
-      if (!shards.empty()) {
-        shard = route(keys[i]);
-        const shard_record& range = manifest.shards[shard];
-        if (compare_keys(keys[i], range.first_key) < 0 ||
-            compare_keys(keys[i], range.last_key) > 0) {
-          shard = outside;
-        }
-      }
-      owner[i] = shard;
-      one_shard = one_shard && shard == owner[0];
-      ++group_start[shard + 1];
-    }
-    if (keys.empty()) return 0;
-    if (one_shard && owner[0] != outside) return shards[owner[0]].get_many(keys, out);
-    for (std::size_t shard = 1; shard < group_start.size(); ++shard)
-      group_start[shard] += group_start[shard - 1];
-    std::vector<std::size_t> order(keys.size());
-    std::vector<std::size_t> next(group_start.begin(), group_start.end() - 1);
-    for (std::size_t i = 0; i < keys.size(); ++i) order[next[owner[i]]++] = i;
-
+    constexpr std::size_t chunk = 256;
+    std::pair<std::uint32_t, std::uint32_t> routed[chunk];  // (shard, key in chunk)
+    std::string_view group_keys[chunk];
+    std::optional<std::string_view> group_values[chunk];
     std::size_t found = 0;
-    std::vector<std::string_view> group_keys;
-    std::vector<std::optional<std::string_view>> group_values;
-    for (std::uint32_t shard = 0; shard <= outside; ++shard) {
-      const std::size_t first = group_start[shard];
-      const std::size_t last = group_start[shard + 1];
-      if (first == last) continue;
-      if (shard == outside) {
-        for (std::size_t k = first; k < last; ++k) out[order[k]] = std::nullopt;
-        continue;
+    for (std::size_t start = 0; start < keys.size(); start += chunk) {
+      const std::size_t n = std::min(chunk, keys.size() - start);
+      std::size_t routed_count = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::string_view key = keys[start + i];
+        const std::uint32_t shard = shards.empty() ? 0 : route(key);
+        // A key outside the shard's range is in no shard.
+        if (shards.empty() || compare_keys(key, manifest.shards[shard].first_key) < 0 ||
+            compare_keys(key, manifest.shards[shard].last_key) > 0) {
+          out[start + i] = std::nullopt;
+          continue;
+        }
+        routed[routed_count++] = {shard, static_cast<std::uint32_t>(i)};
       }
-      group_keys.clear();
-      for (std::size_t k = first; k < last; ++k) group_keys.push_back(keys[order[k]]);
-      group_values.assign(group_keys.size(), std::nullopt);
-      found += shards[shard].get_many(group_keys, group_values);
-      for (std::size_t k = first; k < last; ++k) out[order[k]] = group_values[k - first];
+      std::sort(routed, routed + routed_count);
+      for (std::size_t first = 0; first < routed_count;) {
+        const std::uint32_t shard = routed[first].first;
+        std::size_t last = first;
+        for (; last < routed_count && routed[last].first == shard; ++last)
+          group_keys[last - first] = keys[start + routed[last].second];
+        const std::size_t size = last - first;
+        found += shards[shard].get_many(std::span(group_keys, size), std::span(group_values, size));
+        for (std::size_t k = first; k < last; ++k)
+          out[start + routed[k].second] = group_values[k - first];
+        first = last;
+      }
     }
     return found;
   }
