@@ -580,6 +580,21 @@ TEST_CASE("replacing a set is one step: the old set stays whole until the new ma
     REQUIRE(fs::exists(scratch / "kept.bbt"));
     REQUIRE_FALSE(fs::exists(scratch / "set.manifest.shard-0002.bbt"));
   }
+  SECTION("a new shard that the old manifest names, spelled otherwise, stays") {
+    // The old manifest names "./set.manifest.shard-0000.bbt", which is gone:
+    // generation a is free, and the new set's first shard has that name.
+    fs::remove(scratch / "set.manifest.shard-0000.bbt");
+    shard_manifest spelled = read_shard_manifest(manifest);
+    spelled.shards[0].path = "./set.manifest.shard-0000.bbt";
+    for (shard_record& record : spelled.shards) {
+      if (record.path != spelled.shards[0].path) record.path = "gone-" + record.path;
+    }
+    rewrite(manifest, format_shard_manifest(spelled));
+    build_set(manifest, kinds, new_entries, {150});
+    REQUIRE(paths_in(manifest) ==
+            std::vector<std::string>{"set.manifest.shard-0000.bbt", "set.manifest.shard-0001.bbt"});
+    check_against_model(sharded_reader::open(manifest), new_entries, new_probes);
+  }
   SECTION("a set that names files of both generations is not replaced") {
     fs::rename(scratch / "set.manifest.shard-0001.bbt", scratch / "set.manifest.shard-b-0000.bbt");
     shard_manifest mixed = read_shard_manifest(manifest);

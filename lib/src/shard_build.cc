@@ -281,9 +281,14 @@ class shard_set_builder::impl {
     const fs::path directory = detail::directory_of(manifest_);
     for (const std::string& path : replaced) {
       if (!detail::is_builder_shard_name(path, manifest_)) continue;
-      const bool kept =
-          std::any_of(current.shards.begin(), current.shards.end(),
-                      [&](const shard_record& record) { return record.path == path; });
+      // As files: the old manifest may spell a name the new one uses
+      // otherwise ("./NAME", for a file that was missing when the names
+      // were chosen).
+      const bool kept = std::any_of(
+          current.shards.begin(), current.shards.end(), [&](const shard_record& record) {
+            std::error_code ignored;
+            return fs::equivalent(directory / path, directory / record.path, ignored);
+          });
       if (!kept) ::unlink((directory / path).c_str());
     }
   }
