@@ -501,6 +501,16 @@ std::vector<std::string> paths_in(const fs::path& manifest) {
   return paths;
 }
 
+// A progress callback that sets `seen` when, while the input is being read,
+// a file whose name contains `needle` is in `scratch`.
+std::function<void(const import_progress&)> watch_for_name(const scratch_directory& scratch,
+                                                           std::string needle, bool& seen) {
+  return [&scratch, needle = std::move(needle), &seen](const import_progress& progress) {
+    if (progress.reading_done) return;
+    for (const std::string& name : scratch.names()) seen |= name.find(needle) != std::string::npos;
+  };
+}
+
 }  // namespace
 
 TEST_CASE("replacing a set is one step: the old set stays whole until the new manifest is in place",
@@ -735,45 +745,87 @@ TEST_CASE("split_index and import_shard_set", "[shards]") {
     import_options import;
     import.sorted = true;
     bool shards_while_reading = false;
-    import.progress = [&](const import_progress& progress) { if (progress.reading_done) return;
-    for (const std::string& name : scratch.names())
-      shards_while_reading |= name.find("long.manifest.bbtree-tmp") != std::string::npos;
-  };
-  const std::vector<std::string> inputs = {(scratch / "long.tsv").string()};
-  const shard_set_summary summary =
-      import_shard_set(inputs, scratch / "long.manifest", options_for(kinds), import, {0, 8 * 512});
-  REQUIRE(shards_while_reading);
-  REQUIRE(summary.entries == 20000);
-  REQUIRE(sharded_reader::open(scratch / "long.manifest").at(12345).value() ==
-          u64_value(12345).view());
-}
-SECTION("by shard size, a duplicate under the error policy names its lines, and leaves nothing") {
-  write_file(scratch / "twice.tsv", "5\t50\n1\t10\n9\t90\n1\t11\n");
-  const std::vector<std::string> inputs = {(scratch / "twice.tsv").string()};
-  for (const bool sorted : {false, true}) {
+    import.progress = watch_for_name(scratch, "long.manifest.bbtree-tmp", shards_while_reading);
+    const std::vector<std::string> inputs = {(scratch / "long.tsv").string()};
+    const shard_set_summary summary = import_shard_set(inputs, scratch / "long.manifest",
+                                                       options_for(kinds), import, {0, 8 * 512});
+    REQUIRE(shards_while_reading);
+    REQUIRE(summary.entries == 20000);
+    REQUIRE(sharded_reader::open(scratch / "long.manifest").at(12345).value() ==
+            u64_value(12345).view());
+  }
+  SECTION("N shards of sorted files: read twice, written once, as the cut of the whole index") {
+    std::string text;
+    std::mt19937_64 random(7);
+    model expected;
+    for (std::uint64_t key = 0; key < 9000; key += 1 + random() % 3) {
+      // Equal keys in a row, the last kept.
+      for (std::uint64_t copy = random() % 3; copy > 0; --copy)
+        text += fmt::format("{}\t{}\n", key, copy * 1000);
+      text += fmt::format("{}\t{}\n", key, key);
+      expected[std::string(u64_key(key).view())] = std::string(u64_value(key).view());
+    }
+    write_file(scratch / "runs.tsv", text);
+    const std::vector<std::string> inputs = {(scratch / "runs.tsv").string()};
+    build_options options = options_for(kinds);
+    options.duplicates = duplicate_policy::keep_last;
     import_options import;
-    import.sorted = sorted;
-    const std::string message = message_of([&] {
-      import_shard_set(inputs, scratch / "twice.manifest", options_for(kinds), import, {0, 512});
-    });
-    REQUIRE_THAT(message, Catch::Contains(sorted ? "twice.tsv:2: key" : "twice.tsv:4: duplicate"));
-    for (const std::string& name : scratch.names()) {
-      REQUIRE((name == "whole.bbt" || name == "twice.tsv"));
+    import.sorted = true;
+    REQUIRE(count_sorted_entries(inputs, options, import) == expected.size());
+    bool shards_while_reading = false;
+    import.progress = watch_for_name(scratch, "twice.manifest.bbtree-tmp", shards_while_reading);
+    const shard_set_summary summary =
+        import_shard_set(inputs, scratch / "twice.manifest", options, import, {7, 0});
+    REQUIRE(shards_while_reading);
+    REQUIRE(summary.shards == 7);
+    const sharded_reader set = sharded_reader::open(scratch / "twice.manifest");
+    for (std::size_t number = 0; number < set.shard_count(); ++number) {
+      REQUIRE((set.shard(number).size() == expected.size() / 7 ||
+               set.shard(number).size() == expected.size() / 7 + 1));
+    }
+    std::mt19937_64 probes_random(8);
+    check_against_model(set, expected, probes_for(kinds, expected, probes_random, 30));
+    import.progress = nullptr;
+    import_entries(inputs, scratch / "runs.bbt", options, import);
+    split_index(sharded_reader::open(scratch / "runs.bbt"), scratch / "cut.manifest", options,
+                {7, 0});
+    const shard_manifest a = read_shard_manifest(scratch / "twice.manifest");
+    const shard_manifest b = read_shard_manifest(scratch / "cut.manifest");
+    REQUIRE(a.shards.size() == b.shards.size());
+    for (std::size_t number = 0; number < a.shards.size(); ++number) {
+      REQUIRE(read_file(detail::shard_path(scratch / "twice.manifest", a.shards[number])) ==
+              read_file(detail::shard_path(scratch / "cut.manifest", b.shards[number])));
     }
   }
-}
-SECTION("a bad input line leaves nothing") {
-  write_file(scratch / "bad.tsv", "1\t1\n2\t2\nthree\t3\n");
-  import_options import;
-  import.sorted = true;
-  const std::vector<std::string> inputs = {(scratch / "bad.tsv").string()};
-  REQUIRE(code_of([&] {
-            import_shard_set(inputs, scratch / "bad.manifest", options_for(kinds), import, {2, 0});
-          }) == errc::invalid_argument);
-  for (const std::string& name : scratch.names()) {
-    REQUIRE((name == "whole.bbt" || name == "bad.tsv"));
+  SECTION("by shard size, a duplicate under the error policy names its lines") {
+    write_file(scratch / "twice.tsv", "5\t50\n1\t10\n9\t90\n1\t11\n");
+    const std::vector<std::string> inputs = {(scratch / "twice.tsv").string()};
+    for (const bool sorted : {false, true}) {
+      import_options import;
+      import.sorted = sorted;
+      const std::string message = message_of([&] {
+        import_shard_set(inputs, scratch / "twice.manifest", options_for(kinds), import, {0, 512});
+      });
+      REQUIRE_THAT(message,
+                   Catch::Contains(sorted ? "twice.tsv:2: key" : "twice.tsv:4: duplicate"));
+      for (const std::string& name : scratch.names()) {
+        REQUIRE((name == "whole.bbt" || name == "twice.tsv"));
+      }
+    }
   }
-}
+  SECTION("a bad input line leaves nothing") {
+    write_file(scratch / "bad.tsv", "1\t1\n2\t2\nthree\t3\n");
+    import_options import;
+    import.sorted = true;
+    const std::vector<std::string> inputs = {(scratch / "bad.tsv").string()};
+    REQUIRE(
+        code_of([&] {
+          import_shard_set(inputs, scratch / "bad.manifest", options_for(kinds), import, {2, 0});
+        }) == errc::invalid_argument);
+    for (const std::string& name : scratch.names()) {
+      REQUIRE((name == "whole.bbt" || name == "bad.tsv"));
+    }
+  }
 }
 
 TEST_CASE("write_shard_set joins independent files", "[shards]") {

@@ -48,10 +48,10 @@ the build is killed.  Spelling of keys and values: spec/TEXT-FORMATS.md.
 its manifest, and the shards OUT.shard-0000.bbt, ... are written beside it.
 --shard-size starts a new shard once one reaches SIZE bytes, and writes the
 shards as the entries come, once.  --shards N gives N shards whose entry
-counts differ by at most one (fewer when there are fewer entries), also for
---sorted input: the whole index is built first, in a temporary file beside
-OUT (as much disk space again as the set, while the set is written), and
-then cut into shards.  A failed build leaves no shard file and no manifest.  With
+counts differ by at most one (fewer when there are fewer entries): --sorted
+input from files is read twice, first to count; other input is built into
+a whole index first, in a temporary file beside OUT (as much disk space
+again as the set, while the set is written), and then cut into shards.  A failed build leaves no shard file and no manifest.  With
 --force, a new set replaces the old in one step: its shards take the names
 the old set does not use (OUT.shard-b-0000.bbt, ... when the old set has
 OUT.shard-0000.bbt, ..., and back again), and the old shards are removed

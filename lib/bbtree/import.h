@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -68,5 +69,15 @@ build_summary import_entries(std::span<const std::string> inputs,
 void import_into(std::span<const std::string> inputs, sorted_entry_sink& out,
                  const std::filesystem::path& destination, const build_options& options,
                  const import_options& import);
+
+// For sorted input (import.sorted): how many entries an import of `inputs`
+// would write, equal keys counted once, from one read of the inputs, which
+// are checked as import_entries checks them (the same errors); nullopt,
+// reading nothing, when an input cannot be read a second time (standard
+// input, a pipe).  import_shard_set's --shards N on sorted input reads
+// twice so as to write the set once.
+std::optional<std::uint64_t> count_sorted_entries(std::span<const std::string> inputs,
+                                                  const build_options& options,
+                                                  const import_options& import);
 
 }  // namespace bbtree

@@ -182,9 +182,11 @@ shard_set_summary split_index(const sharded_reader& source, const std::filesyste
 // bbtree-build --shards N / --shard-size SIZE.  With a shard size, the
 // entries stream into a shard_set_builder as they come (sorted input) or
 // as the external sort emits them (import_into, import.h): the set is
-// written once.  With a number of shards, which needs the entry count
-// before the first shard can end, import_entries writes a temporary index
-// beside the manifest, which split_index then cuts into the set; the
+// written once.  A number of shards needs the entry count before the first
+// shard can end: sorted input from files is read twice, first to count
+// (count_sorted_entries), and the set written once; otherwise
+// import_entries writes a temporary index beside the manifest, which
+// split_index then cuts into the set; the
 // temporary file is unlinked as soon as it is open, so that nothing of it
 // remains whatever happens, and takes as much disk space as the set while
 // the set is written.  Throws what import_entries throws, and

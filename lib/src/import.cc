@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -163,6 +164,20 @@ void add_entry(Builder& builder, const entry_view& entry, const entry_reader& re
   }
 }
 
+// Counts the keys handed to it, equal keys (which come together) once.
+class distinct_key_counter {
+ public:
+  void add(std::string_view key, std::string_view) {
+    if (count_ == 0 || key != last_) ++count_;
+    last_.assign(key);
+  }
+  std::uint64_t count() const noexcept { return count_; }
+
+ private:
+  std::uint64_t count_ = 0;
+  std::string last_;
+};
+
 class importer {
  public:
   importer(std::span<const std::string> paths, const build_options& options,
@@ -187,6 +202,18 @@ class importer {
     return out.finish();
   }
   void build_sorted(sorted_entry_sink& out) { read_sorted(out); }
+
+  // What build_sorted would hand on: entries, equal keys counted once.
+  std::uint64_t count_sorted() {
+    distinct_key_counter counter;
+    read_sorted(counter);
+    return counter.count();
+  }
+
+  bool rereadable() const noexcept {
+    return std::all_of(inputs_.begin(), inputs_.end(),
+                       [](const input_file& input) { return input.rereadable(); });
+  }
 
   build_summary build_unsorted(const fs::path& destination) {
     check_destination(destination, options_.overwrite);
@@ -366,6 +393,15 @@ build_summary import_entries(std::span<const std::string> inputs,
   validate(options);
   detail::importer importer(detail::input_paths(inputs), options, import);
   return import.sorted ? importer.build_sorted(destination) : importer.build_unsorted(destination);
+}
+
+std::optional<std::uint64_t> count_sorted_entries(std::span<const std::string> inputs,
+                                                  const build_options& options,
+                                                  const import_options& import) {
+  validate(options);
+  detail::importer importer(detail::input_paths(inputs), options, import);
+  if (!importer.rereadable()) return std::nullopt;
+  return importer.count_sorted();
 }
 
 void import_into(std::span<const std::string> inputs, sorted_entry_sink& out,

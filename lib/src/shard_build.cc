@@ -100,6 +100,50 @@ shard_name_generation generation_clear_of(const fs::path& manifest, std::size_t 
                   shard_file_name(manifest, 0, shard_name_generation::b).filename().string()));
 }
 
+// Entry `rank` of `total` goes to shard floor(rank * shards / total): counts
+// that differ by at most one, and no empty shard when there are fewer
+// entries than shards (spec/SHARDS.md, 7).
+std::uint64_t shard_of(std::uint64_t rank, std::uint64_t shards, std::uint64_t total) {
+  return static_cast<std::uint64_t>(static_cast<unsigned __int128>(rank) * shards / total);
+}
+
+// Sorted entries into a shard_set_builder, ending each shard where
+// shard_of says, for a total known beforehand.
+class splitting_sink final : public sorted_entry_sink {
+ public:
+  splitting_sink(shard_set_builder& out, std::uint64_t shards, std::uint64_t total)
+      : out_(out), shards_(shards), total_(total) {}
+
+  void add(std::string_view key, std::string_view value) override {
+    if (seen_ == 0 || key != last_) {
+      // An input that changed between its two reads.
+      if (seen_ == total_) throw_changed();
+      if (seen_ > 0 && shard_of(seen_, shards_, total_) != shard_of(seen_ - 1, shards_, total_))
+        out_.end_shard();
+      ++seen_;
+      last_.assign(key);
+    }
+    out_.add(key, value);
+  }
+
+  void check_complete() const {
+    if (seen_ != total_) throw_changed();
+  }
+
+ private:
+  [[noreturn]] void throw_changed() const {
+    throw error(errc::io_error,
+                fmt::format("the input changed while it was read: {} entries at first, then {}{}",
+                            total_, seen_, seen_ == total_ ? " and more" : ""));
+  }
+
+  shard_set_builder& out_;
+  std::uint64_t shards_;
+  std::uint64_t total_;
+  std::uint64_t seen_ = 0;  // distinct keys added
+  std::string last_;
+};
+
 // Removes a file this build created, whatever happens.
 class removed_at_exit {
  public:
@@ -347,15 +391,14 @@ shard_set_summary split_index(const sharded_reader& source, const fs::path& mani
   shard_options.value_size = types.value_size;
   shard_set_builder out(manifest, shard_options, split.shard_size);
   const std::uint64_t total = source.size();
-  // Entry r goes to shard floor(r * N / total): counts that differ by at
-  // most one, and no empty shard when there are fewer entries than shards.
-  auto shard_of = [&](std::uint64_t rank) {
-    return static_cast<std::uint64_t>(static_cast<unsigned __int128>(rank) * split.shards / total);
-  };
   std::uint64_t rank = 0;
   const cursor end = source.end();
   for (cursor at = source.begin(); at != end; ++at, ++rank) {
-    if (split.shards > 0 && rank > 0 && shard_of(rank) != shard_of(rank - 1)) out.end_shard();
+    if (split.shards > 0 && rank > 0 &&
+        detail::shard_of(rank, split.shards, total) !=
+            detail::shard_of(rank - 1, split.shards, total)) {
+      out.end_shard();
+    }
     out.add(at.key(), at.value());
   }
   return out.finish();
@@ -370,13 +413,24 @@ shard_set_summary import_shard_set(std::span<const std::string> inputs, const fs
     throw error(errc::already_exists,
                 fmt::format("{} already exists (use --force to replace it)", manifest.string()));
   }
+  build_options shard_options = options;
+  shard_options.input_unsorted = !import.sorted;
   if (split.shard_size > 0) {
-    build_options shard_options = options;
-    shard_options.input_unsorted = !import.sorted;
     shard_set_builder out(manifest, shard_options, split.shard_size);
     sink_into<shard_set_builder> sink(out);
     import_into(inputs, sink, manifest, options, import);
     return out.finish();
+  }
+  // --shards N needs the entry count before the first shard ends: sorted
+  // files are read twice, once to count, so that the set is written once.
+  if (import.sorted) {
+    if (const std::optional<std::uint64_t> total = count_sorted_entries(inputs, options, import)) {
+      shard_set_builder out(manifest, shard_options);
+      detail::splitting_sink sink(out, split.shards, *total);
+      import_into(inputs, sink, manifest, options, import);
+      sink.check_complete();
+      return out.finish();
+    }
   }
   // The whole index first: the importer sorts (or checks the order of) the
   // input and resolves duplicates, and the entry count that --shards needs
@@ -397,8 +451,6 @@ shard_set_summary import_shard_set(std::span<const std::string> inputs, const fs
     sequential.advice = access_advice::sequential;
     source.emplace(reader::open(whole, sequential));
   }
-  build_options shard_options = options;
-  shard_options.input_unsorted = !import.sorted;
   return split_index(*source, manifest, shard_options, split);
 }
 

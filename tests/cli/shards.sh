@@ -70,6 +70,14 @@ expect_status 0 "$BUILD" -q --sorted --key-type u64 --shards 3 -o sorted3.manife
 [[ $(shard_counts sorted3.manifest) == '1667 1667 1666 ' ]] || fail "counts: $(shard_counts sorted3.manifest)"
 expect_status 0 "$DUMP" sorted3.manifest
 expect_out_file sorted.tsv
+# From standard input, which cannot be read twice to count: the whole index
+# first, then cut; the same shards.
+expect_status 0 "$BUILD" -q --sorted --key-type u64 --shards 3 -o piped3.manifest - <sorted.tsv
+[[ $(shard_counts piped3.manifest) == '1667 1667 1666 ' ]] || fail "counts: $(shard_counts piped3.manifest)"
+for number in 0 1 2; do
+  cmp -s sorted3.manifest.shard-000$number.bbt piped3.manifest.shard-000$number.bbt ||
+    fail "shard $number from a pipe differs from the one from a file"
+done
 
 expect_status 0 "$BUILD" -q --sorted --key-type u64 --page-size 512 --shard-size 8K -o sized.manifest \
   sorted.tsv
