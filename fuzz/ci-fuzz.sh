@@ -5,7 +5,7 @@
 # regressions.  Fails on any crash, sanitizer report, timeout or finding.
 #
 #   FUZZ_SECONDS   seconds per target (default 60)
-#   FUZZ_TARGETS   targets to run (default: all five)
+#   FUZZ_TARGETS   targets to run (default: all six)
 #   FUZZ_JOBS      targets to run at once (default 1)
 # Crashes are left in build-fuzz/fuzz/artifacts/TARGET/ (CI keeps them);
 # minimize one and commit it under fuzz/regressions/TARGET/ (fuzz/README.md).
@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=${FUZZ_SECONDS:-60}
-targets=${FUZZ_TARGETS:-open_query verify mutated_file build_differential text_parsers}
+targets=${FUZZ_TARGETS:-open_query verify mutated_file build_differential text_parsers manifest}
 jobs=${FUZZ_JOBS:-1}
 build_jobs=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
 

@@ -36,6 +36,7 @@ int run_verify(bytes_view input);
 int run_mutated_file(bytes_view input);
 int run_build_differential(bytes_view input);
 int run_text_parsers(bytes_view input);
+int run_manifest(bytes_view input);
 
 struct target {
   const char* name;  // "open_query": binary fuzz_open_query, corpus/open_query
@@ -106,6 +107,18 @@ std::size_t mutate_file(std::uint8_t* data, std::size_t size, std::size_t max_si
 std::size_t cross_over_files(const std::uint8_t* data, std::size_t size, const std::uint8_t* other,
                              std::size_t other_size, std::uint8_t* out, std::size_t max_out,
                              unsigned seed);
+// The mutator of fuzz_manifest: libFuzzer's mutator on the whole text or
+// one line, fields replaced by the fixture's paths, keys, sizes and
+// checksums or by edge spellings, keys moved to their neighbours, lines
+// repeated, dropped, swapped or taken from a real manifest; then, 7 times in
+// 8, the end line rewritten with the checksum (and mostly the counts) of
+// what precedes it, which no byte mutator gets right.  Cross-over splices
+// lines of two manifests and closes the result the same way.
+std::size_t mutate_manifest(std::uint8_t* data, std::size_t size, std::size_t max_size,
+                            unsigned seed, base_mutator base);
+std::size_t cross_over_manifests(const std::uint8_t* data, std::size_t size,
+                                 const std::uint8_t* other, std::size_t other_size,
+                                 std::uint8_t* out, std::size_t max_out, unsigned seed);
 // Flips, sets or inserts a few random bytes: a stand-in for libFuzzer's
 // mutator in builds without it.
 std::size_t simple_mutate(std::uint8_t* data, std::size_t size, std::size_t max_size);
@@ -134,6 +147,10 @@ std::vector<std::string> build_differential_seeds();
 // Inputs of fuzz_text_parsers: every format with every type, and the
 // corner cases of escapes, quotes, line ends and JSON.
 std::vector<std::string> text_parser_seeds();
+// Inputs of fuzz_manifest: manifests of the shard files it builds
+// (manifest_fixture.h), whole and in parts, some that lie about their
+// shards, and texts that the parser refuses.
+std::vector<std::string> manifest_seeds();
 
 // A directory for the files a target writes, created on first use under
 // $TMPDIR (else /dev/shm, else /tmp) and removed at exit.

@@ -34,3 +34,20 @@ extern "C" std::size_t LLVMFuzzerCustomCrossOver(const std::uint8_t* data1, std:
   return bbtree::fuzz::cross_over_files(data1, size1, data2, size2, out, max_out_size, seed);
 }
 #endif
+
+#ifdef BBTREE_FUZZ_MANIFEST_MUTATOR
+// fuzz_manifest: mutations that keep the end line's checksum right.
+extern "C" std::size_t LLVMFuzzerMutate(std::uint8_t* data, std::size_t size, std::size_t max_size);
+
+extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t size,
+                                               std::size_t max_size, unsigned int seed) {
+  return bbtree::fuzz::mutate_manifest(data, size, max_size, seed, LLVMFuzzerMutate);
+}
+
+extern "C" std::size_t LLVMFuzzerCustomCrossOver(const std::uint8_t* data1, std::size_t size1,
+                                                 const std::uint8_t* data2, std::size_t size2,
+                                                 std::uint8_t* out, std::size_t max_out_size,
+                                                 unsigned int seed) {
+  return bbtree::fuzz::cross_over_manifests(data1, size1, data2, size2, out, max_out_size, seed);
+}
+#endif

@@ -64,7 +64,9 @@ int main(int argc, char** argv) {
   write_all(root / "build_differential", builds, "case");
   const auto texts = bbtree::fuzz::text_parser_seeds();
   write_all(root / "text_parsers", texts, "text");
-  count += builds.size() + texts.size();
+  const auto manifests = bbtree::fuzz::manifest_seeds();
+  write_all(root / "manifest", manifests, "manifest");
+  count += builds.size() + texts.size() + manifests.size();
   std::printf("fuzz_make_corpus: %zu seeds in %s\n", count, root.c_str());
   return 0;
 }

@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
   for (std::size_t i = 1; i < args.size(); ++i) collect(args[i], inputs);
 
   const bool file_mutator = std::strcmp(chosen->name, "mutated_file") == 0;
+  const bool manifest_mutator = std::strcmp(chosen->name, "manifest") == 0;
   const auto start = std::chrono::steady_clock::now();
   std::size_t runs = 0;
   for (const fs::path& path : inputs) {
@@ -92,11 +93,17 @@ int main(int argc, char** argv) {
       std::vector<std::uint8_t> mutated = data;
       const std::size_t max_size = data.size() + 64;
       mutated.resize(max_size);
-      const std::size_t size =
-          file_mutator
-              ? bbtree::fuzz::mutate_file(mutated.data(), data.size(), max_size,
-                                          static_cast<unsigned>(m), bbtree::fuzz::simple_mutate)
-              : bbtree::fuzz::simple_mutate(mutated.data(), data.size(), max_size);
+      const auto seed = static_cast<unsigned>(m);
+      std::size_t size = 0;
+      if (file_mutator) {
+        size = bbtree::fuzz::mutate_file(mutated.data(), data.size(), max_size, seed,
+                                         bbtree::fuzz::simple_mutate);
+      } else if (manifest_mutator) {
+        size = bbtree::fuzz::mutate_manifest(mutated.data(), data.size(), max_size, seed,
+                                             bbtree::fuzz::simple_mutate);
+      } else {
+        size = bbtree::fuzz::simple_mutate(mutated.data(), data.size(), max_size);
+      }
       mutated.resize(size);
       chosen->run({mutated.data(), mutated.size()});
       ++runs;

@@ -3,9 +3,9 @@
 #
 #   fuzz/run-target.sh TARGET [SECONDS] [LIBFUZZER FLAGS...]
 #
-# TARGET is open_query, verify, mutated_file, build_differential or
-# text_parsers; SECONDS defaults to 60.  The fuzzer reads the generated seeds
-# (<build>/fuzz/corpus/TARGET) and the committed regressions
+# TARGET is open_query, verify, mutated_file, build_differential,
+# text_parsers or manifest; SECONDS defaults to 60.  The fuzzer reads the
+# generated seeds (<build>/fuzz/corpus/TARGET) and the committed regressions
 # (fuzz/regressions/TARGET), keeps what it finds in <build>/fuzz/work/TARGET
 # and writes crashes to <build>/fuzz/artifacts/TARGET/.  Exits non-zero on a
 # crash, a timeout or running out of memory.
@@ -38,6 +38,7 @@ case "$target" in
   text_parsers) flags+=(-dict="$root/fuzz/dicts/text_parsers.dict" -max_len=16384) ;;
   open_query | verify | mutated_file) flags+=(-dict="$root/fuzz/dicts/files.dict") ;;
   build_differential) flags+=(-max_len=8192) ;;
+  manifest) flags+=(-dict="$root/fuzz/dicts/manifest.dict" -max_len=4096) ;;
 esac
 
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \

@@ -15,7 +15,7 @@ std::span<const target> all_targets() {
   static const target targets[] = {
       {"open_query", run_open_query},     {"verify", run_verify},
       {"mutated_file", run_mutated_file}, {"build_differential", run_build_differential},
-      {"text_parsers", run_text_parsers},
+      {"text_parsers", run_text_parsers}, {"manifest", run_manifest},
   };
   return targets;
 }
