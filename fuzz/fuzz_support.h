@@ -56,6 +56,10 @@ const target* find_target(std::string_view name);
     if (!(condition)) ::bbtree::fuzz::fail_check(#condition, __FILE__, __LINE__, what); \
   } while (false)
 
+// Reads every byte of a view, so that the sanitizers see a view that
+// reaches outside its file.
+void touch(std::string_view bytes);
+
 // Hex of bytes, cut after `limit` bytes, for failure messages.
 std::string hex(std::string_view bytes, std::size_t limit = 64);
 

@@ -1,6 +1,8 @@
 // fuzz_manifest's shard files, its seeds and its mutator (manifest_fixture.h).
 #include "manifest_fixture.h"
 
+#include "../lib/src/shard_support.h"
+
 #include <bbtree/format/crc32c.h>
 #include <bbtree/key_codec.h>
 
@@ -184,19 +186,15 @@ std::string join(const std::vector<std::string>& parts, char separator) {
 }
 
 std::string shard_line(const shard_record& record, const entry_types& types) {
-  std::string line = "shard\t";
-  append_escaped(line, record.path);
-  line += '\t';
-  append_key_text(line, record.first_key, types);
-  line += '\t';
-  append_key_text(line, record.last_key, types);
-  fmt::format_to(std::back_inserter(line), "\t{}\t{}\t{:08x}\n", record.entries, record.file_size,
-                 record.header_checksum);
+  std::string line;
+  detail::append_shard_line(line, record, types);
   return line;
 }
 
 std::string types_line(const entry_types& types) {
-  return fmt::format("types\t{}\t{}\n", key_type_name(types), value_type_name(types));
+  std::string line;
+  detail::append_types_line(line, types);
+  return line;
 }
 
 // The manifest of some of a set's shards, as the reference writer writes it.

@@ -38,6 +38,17 @@ void fail_check(const char* condition, const char* file, int line, std::string_v
   fail(fmt::format("{}:{}: check failed: {}: {}", file, line, condition, what));
 }
 
+namespace {
+volatile unsigned char touched;
+}  // namespace
+
+void touch(std::string_view bytes) {
+  unsigned char folded = 0;
+  for (const char byte : bytes)
+    folded = static_cast<unsigned char>(folded + static_cast<unsigned char>(byte));
+  touched = folded;
+}
+
 std::string hex(std::string_view bytes, std::size_t limit) {
   std::string out;
   for (std::size_t i = 0; i < bytes.size() && i < limit; ++i) {

@@ -56,14 +56,6 @@ constexpr std::size_t range_probes = 6;  // probes that also run every pair of b
 // at() of every rank of sets up to this many entries, of a sample of larger ones
 constexpr std::size_t rank_limit = 200;
 
-volatile unsigned char sink;
-void touch(std::string_view bytes) {
-  unsigned char folded = 0;
-  for (const char byte : bytes)
-    folded = static_cast<unsigned char>(folded + static_cast<unsigned char>(byte));
-  sink = folded;
-}
-
 std::size_t key_size_of(const entry_types& types) {
   switch (types.keys) {
     case key_kind::u64:

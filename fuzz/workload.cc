@@ -20,16 +20,6 @@ constexpr std::size_t scan_limit = 3000;  // entries per full scan
 constexpr std::size_t walk_limit = 24;    // entries per range or bound walk
 constexpr std::size_t probe_limit = 48;   // probes per file
 
-// Reads every byte of a view, so that the sanitizers see a view that
-// reaches outside the file.
-volatile unsigned char sink;
-void touch(std::string_view bytes) {
-  unsigned char folded = 0;
-  for (const char byte : bytes)
-    folded = static_cast<unsigned char>(folded + static_cast<unsigned char>(byte));
-  sink = folded;
-}
-
 template <typename Queries>
 void guarded(Queries&& queries) {
   try {

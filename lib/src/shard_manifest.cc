@@ -422,24 +422,36 @@ shard_manifest read_shard_manifest(const fs::path& path) {
   return parse_shard_manifest(detail::read_whole_file(path), path.string());
 }
 
+namespace detail {
+
+void append_types_line(std::string& text, const entry_types& types) {
+  fmt::format_to(std::back_inserter(text), "types\t{}\t{}\n", key_type_name(types),
+                 value_type_name(types));
+}
+
+void append_shard_line(std::string& text, const shard_record& shard, const entry_types& types) {
+  text += "shard\t";
+  append_escaped(text, shard.path);
+  text += '\t';
+  append_key_text(text, shard.first_key, types);
+  text += '\t';
+  append_key_text(text, shard.last_key, types);
+  fmt::format_to(std::back_inserter(text), "\t{}\t{}\t{:08x}\n", shard.entries, shard.file_size,
+                 shard.header_checksum);
+}
+
+}  // namespace detail
+
 std::string format_shard_manifest(const shard_manifest& manifest) {
   const entry_types types = detail::canonical_types(manifest.types);
   std::string text;
   text += detail::manifest_magic;
   text += detail::manifest_version;
   text += '\n';
-  fmt::format_to(std::back_inserter(text), "types\t{}\t{}\n", key_type_name(types),
-                 value_type_name(types));
+  detail::append_types_line(text, types);
   std::uint64_t entries = 0;
   for (const shard_record& shard : manifest.shards) {
-    text += "shard\t";
-    append_escaped(text, shard.path);
-    text += '\t';
-    append_key_text(text, shard.first_key, types);
-    text += '\t';
-    append_key_text(text, shard.last_key, types);
-    fmt::format_to(std::back_inserter(text), "\t{}\t{}\t{:08x}\n", shard.entries, shard.file_size,
-                   shard.header_checksum);
+    detail::append_shard_line(text, shard, types);
     entries += shard.entries;
   }
   const std::uint32_t checksum = format::crc32c(text.data(), text.size());

@@ -62,6 +62,12 @@ bool is_builder_shard_name(std::string_view path, const std::filesystem::path& m
 // published.  Whatever it throws fails the build there.
 extern std::function<void()> before_manifest_publish;
 
+// A manifest's types line and shard lines, as spec/SHARDS.md 4 spells them
+// (format_shard_manifest's parts; the fuzz target builds manifests of its
+// own from them), appended to `text`.  `types` are canonical.
+void append_types_line(std::string& text, const entry_types& types);
+void append_shard_line(std::string& text, const shard_record& shard, const entry_types& types);
+
 // Writes `manifest` at `path` atomically (a staged file, renamed into
 // place), under the options' overwrite and sync.
 void write_manifest_file(const std::filesystem::path& path, const shard_manifest& manifest,
