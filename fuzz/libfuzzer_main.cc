@@ -18,36 +18,29 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   return bbtree::fuzz::BBTREE_FUZZ_BODY(BBTREE_FUZZ_TARGET)({data, size});
 }
 
-#ifdef BBTREE_FUZZ_FILE_MUTATOR
-// fuzz_mutated_file: mutations that know the layout, then fixed checksums.
-extern "C" std::size_t LLVMFuzzerMutate(std::uint8_t* data, std::size_t size, std::size_t max_size);
-
-extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t size,
-                                               std::size_t max_size, unsigned int seed) {
-  return bbtree::fuzz::mutate_file(data, size, max_size, seed, LLVMFuzzerMutate);
-}
-
-extern "C" std::size_t LLVMFuzzerCustomCrossOver(const std::uint8_t* data1, std::size_t size1,
-                                                 const std::uint8_t* data2, std::size_t size2,
-                                                 std::uint8_t* out, std::size_t max_out_size,
-                                                 unsigned int seed) {
-  return bbtree::fuzz::cross_over_files(data1, size1, data2, size2, out, max_out_size, seed);
-}
+// The targets whose inputs have checksums that byte mutations would break:
+// mutations that know the layout, then fixed checksums (fuzz_mutated_file),
+// or an end line kept right (fuzz_manifest).
+#if defined(BBTREE_FUZZ_FILE_MUTATOR)
+#define BBTREE_FUZZ_MUTATE mutate_file
+#define BBTREE_FUZZ_CROSS_OVER cross_over_files
+#elif defined(BBTREE_FUZZ_MANIFEST_MUTATOR)
+#define BBTREE_FUZZ_MUTATE mutate_manifest
+#define BBTREE_FUZZ_CROSS_OVER cross_over_manifests
 #endif
 
-#ifdef BBTREE_FUZZ_MANIFEST_MUTATOR
-// fuzz_manifest: mutations that keep the end line's checksum right.
+#ifdef BBTREE_FUZZ_MUTATE
 extern "C" std::size_t LLVMFuzzerMutate(std::uint8_t* data, std::size_t size, std::size_t max_size);
 
 extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t size,
                                                std::size_t max_size, unsigned int seed) {
-  return bbtree::fuzz::mutate_manifest(data, size, max_size, seed, LLVMFuzzerMutate);
+  return bbtree::fuzz::BBTREE_FUZZ_MUTATE(data, size, max_size, seed, LLVMFuzzerMutate);
 }
 
 extern "C" std::size_t LLVMFuzzerCustomCrossOver(const std::uint8_t* data1, std::size_t size1,
                                                  const std::uint8_t* data2, std::size_t size2,
                                                  std::uint8_t* out, std::size_t max_out_size,
                                                  unsigned int seed) {
-  return bbtree::fuzz::cross_over_manifests(data1, size1, data2, size2, out, max_out_size, seed);
+  return bbtree::fuzz::BBTREE_FUZZ_CROSS_OVER(data1, size1, data2, size2, out, max_out_size, seed);
 }
 #endif
