@@ -3,7 +3,6 @@
 
 #include "../lib/src/shard_support.h"
 
-#include <bbtree/format/crc32c.h>
 #include <bbtree/key_codec.h>
 
 #include <fmt/format.h>
@@ -247,8 +246,7 @@ std::string close_manifest(std::string body) {
     const std::vector<std::string_view> fields = split(lines[i], '\t');
     if (fields.size() > 4) entries += loose_decimal(fields[4]);
   }
-  const std::uint32_t checksum = format::crc32c(body.data(), body.size());
-  fmt::format_to(std::back_inserter(body), "end\t{}\t{}\t{:08x}\n", shards, entries, checksum);
+  detail::append_end_line(body, shards, entries);
   return body;
 }
 

@@ -28,6 +28,8 @@
 // fuzzer would be reading whatever files the machine has.
 #include "manifest_fixture.h"
 
+#include "../lib/src/shard_support.h"
+
 #include <bbtree/shards.h>
 
 #include <fmt/format.h>
@@ -57,26 +59,10 @@ constexpr std::size_t range_probes = 6;  // probes that also run every pair of b
 constexpr std::size_t rank_limit = 200;
 
 std::size_t key_size_of(const entry_types& types) {
-  switch (types.keys) {
-    case key_kind::u64:
-    case key_kind::i64:
-      return 8;
-    case key_kind::fixed:
-      return types.key_size;
-    case key_kind::bytes:
-      return 0;
-  }
-  return 0;
+  return format::encoded_key_size(types.keys, types.key_size);
 }
 
-bool same_types(entry_types a, entry_types b) {
-  if (a.keys != key_kind::fixed) a.key_size = 0;
-  if (a.values != value_kind::fixed) a.value_size = 0;
-  if (b.keys != key_kind::fixed) b.key_size = 0;
-  if (b.values != value_kind::fixed) b.value_size = 0;
-  return a.keys == b.keys && a.key_size == b.key_size && a.values == b.values &&
-         a.value_size == b.value_size;
-}
+using detail::same_types;
 
 bool same_record(const shard_record& a, const shard_record& b) {
   return a.path == b.path && a.first_key == b.first_key && a.last_key == b.last_key &&

@@ -390,16 +390,11 @@ shard_set_summary split_index(const sharded_reader& source, const fs::path& mani
   shard_options.values = types.values;
   shard_options.value_size = types.value_size;
   shard_set_builder out(manifest, shard_options, split.shard_size);
-  const std::uint64_t total = source.size();
-  std::uint64_t rank = 0;
-  const cursor end = source.end();
-  for (cursor at = source.begin(); at != end; ++at, ++rank) {
-    if (split.shards > 0 && rank > 0 &&
-        detail::shard_of(rank, split.shards, total) !=
-            detail::shard_of(rank - 1, split.shards, total)) {
-      out.end_shard();
-    }
-    out.add(at.key(), at.value());
+  if (split.shards > 0) {
+    detail::splitting_sink sink(out, split.shards, source.size());
+    source.for_each([&](const entry_ref& entry) { sink.add(entry.key(), entry.value()); });
+  } else {
+    source.for_each([&](const entry_ref& entry) { out.add(entry.key(), entry.value()); });
   }
   return out.finish();
 }

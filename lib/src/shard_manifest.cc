@@ -440,6 +440,11 @@ void append_shard_line(std::string& text, const shard_record& shard, const entry
                  shard.header_checksum);
 }
 
+void append_end_line(std::string& text, std::uint64_t shards, std::uint64_t entries) {
+  const std::uint32_t checksum = format::crc32c(text.data(), text.size());
+  fmt::format_to(std::back_inserter(text), "end\t{}\t{}\t{:08x}\n", shards, entries, checksum);
+}
+
 }  // namespace detail
 
 std::string format_shard_manifest(const shard_manifest& manifest) {
@@ -454,9 +459,7 @@ std::string format_shard_manifest(const shard_manifest& manifest) {
     detail::append_shard_line(text, shard, types);
     entries += shard.entries;
   }
-  const std::uint32_t checksum = format::crc32c(text.data(), text.size());
-  fmt::format_to(std::back_inserter(text), "end\t{}\t{}\t{:08x}\n", manifest.shards.size(), entries,
-                 checksum);
+  detail::append_end_line(text, manifest.shards.size(), entries);
   return text;
 }
 

@@ -67,6 +67,8 @@ extern std::function<void()> before_manifest_publish;
 // own from them), appended to `text`.  `types` are canonical.
 void append_types_line(std::string& text, const entry_types& types);
 void append_shard_line(std::string& text, const shard_record& shard, const entry_types& types);
+// The end line, whose checksum covers everything in `text` before it.
+void append_end_line(std::string& text, std::uint64_t shards, std::uint64_t entries);
 
 // Writes `manifest` at `path` atomically (a staged file, renamed into
 // place), under the options' overwrite and sync.
