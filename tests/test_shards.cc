@@ -986,6 +986,41 @@ TEST_CASE("a signal handler removes a shard set's temporary files", "[shards][er
   REQUIRE(sharded_reader::open(kept).size() == 1);
 }
 
+// sharded_reader::open tries the path as an index first and reads it for
+// the manifest magic only when it is not one: every other kind of path
+// keeps the error that reader::open gives it.
+TEST_CASE("open takes an index or a manifest and reports other paths as reader::open does",
+          "[shards][errors]") {
+  const shape kinds{key_kind::u64, 0, value_kind::u64, 0, 512};
+  const model entries = make_model(kinds, 500, 5);
+  scratch_directory scratch;
+  const fs::path manifest = build_set(scratch / "set.manifest", kinds, entries, {250});
+  build_file(scratch / "one.bbt", kinds, entries);
+  REQUIRE(sharded_reader::open(manifest).is_shard_set());
+  REQUIRE(sharded_reader::open(manifest).shard_count() == 2);
+  REQUIRE_FALSE(sharded_reader::open(scratch / "one.bbt").is_shard_set());
+
+  const auto open_error = [](const fs::path& path) {
+    const auto open = [&] { return sharded_reader::open(path); };
+    const auto single = [&] { return reader::open(path); };
+    REQUIRE(code_of(open) == code_of(single));
+    REQUIRE(message_of(open) == message_of(single));
+    return code_of(open);
+  };
+  write_file(scratch / "text", "neither an index nor a manifest\n");
+  REQUIRE(open_error(scratch / "text") == errc::not_bbtree);
+  write_file(scratch / "empty", "");
+  REQUIRE(open_error(scratch / "empty") == errc::not_bbtree);
+  // The index magic and then too few bytes: a damaged index, not a
+  // manifest to look for.
+  write_file(scratch / "short", read_file(scratch / "one.bbt").substr(0, 100));
+  REQUIRE(open_error(scratch / "short") == errc::truncated);
+  REQUIRE(open_error(scratch / "missing") == errc::io_error);
+  REQUIRE(open_error(scratch.path()) == errc::io_error);
+  REQUIRE(::mkfifo((scratch / "fifo").c_str(), 0600) == 0);
+  REQUIRE(open_error(scratch / "fifo") == errc::io_error);
+}
+
 TEST_CASE("manifests and shards that are wrong", "[shards][errors]") {
   const shape kinds{key_kind::u64, 0, value_kind::bytes, 0, 512};
   scratch_directory scratch;

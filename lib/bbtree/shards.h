@@ -219,6 +219,9 @@ class sharded_reader {
   // parse_shard_manifest and reader::open, a shard's prefixed with
   // "MANIFEST:LINE: ", and error(corrupt) for a shard that differs from its
   // manifest line (replaced or rebuilt since the manifest was written).
+  // The path is opened as an index first, so that opening an index file
+  // costs what reader::open does; a path that is neither gives
+  // reader::open's error.
   static sharded_reader open(const std::filesystem::path& path, const open_options& options = {});
   // A single index, already open.
   explicit sharded_reader(reader single);
