@@ -25,6 +25,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 extern char** environ;
 
@@ -130,6 +131,10 @@ struct row {
   // this row's, and the median of the per-rep ratios (this row's sample
   // over bbtree's).  0: not paired.
   double paired_bbtree = 0, paired_ratio = 0;
+  // Batched rows: the median of the same peer's lone lookups of the same
+  // keys, taken rep by rep alternately with this row's, and the median of
+  // the per-rep ratios (batched over lone).  0: none.
+  double alternated_single = 0, over_single = 0;
 };
 
 std::vector<row> results;
@@ -172,17 +177,29 @@ void alternate(int reps, bool with_partner, Peer&& peer, Partner&& partner) {
   }
 }
 
+// The median of `other`'s samples and of the per-rep ratios of `samples`
+// to them, for samples taken alternately, rep by rep; {0, 0} when there
+// are none.
+struct alternated_figures {
+  double other_median = 0, ratio = 0;
+};
+alternated_figures alternated(const std::vector<double>& samples,
+                              const std::vector<double>& other) {
+  std::vector<double> ratios;
+  for (std::size_t i = 0; i < samples.size() && i < other.size(); ++i) {
+    if (other[i] > 0) ratios.push_back(samples[i] / other[i]);
+  }
+  if (ratios.empty()) return {};
+  return {median(other), median(ratios)};
+}
+
 // Sets a row's paired figures from its samples and the bbtree samples
-// taken alternately with them, rep by rep.
+// taken alternately with them.
 void set_paired(row& r, const std::vector<double>& samples,
                 const std::vector<double>& bbtree_samples) {
-  std::vector<double> ratios;
-  for (std::size_t i = 0; i < samples.size() && i < bbtree_samples.size(); ++i) {
-    if (bbtree_samples[i] > 0) ratios.push_back(samples[i] / bbtree_samples[i]);
-  }
-  if (ratios.empty()) return;
-  r.paired_bbtree = median(bbtree_samples);
-  r.paired_ratio = median(ratios);
+  const alternated_figures figures = alternated(samples, bbtree_samples);
+  r.paired_bbtree = figures.other_median;
+  r.paired_ratio = figures.ratio;
 }
 
 // ---------------------------------------------------------------------------
@@ -449,36 +466,63 @@ void run_peer(const settings& s, const dataset& d, const peer_entry& entry,
       expect(partner_what + " warm-up", partner->lookup(d.hits), d.hits.size(), d.hits_digest, 0);
     }
 
-    // `run(runner, what)` is one timed loop.
-    const auto per_op = [&](const char* metric, std::size_t ops, const std::string& unit,
-                            auto&& run) {
-      std::vector<double> samples, partner_samples;
+    const auto lookup_hits = [&](peer_runner& runner, const std::string& w) {
+      expect(w + " lookup_hit", runner.lookup(d.hits), d.hits.size(), d.hits_digest, 0);
+    };
+    // `run(runner, what)` is one timed loop.  With `single`, each of the
+    // peer's reps also alternates with one of `single` on the same runner
+    // (a batched metric against lone lookups of the same keys).
+    const auto per_op_alternating = [&](const char* metric, std::size_t ops,
+                                        const std::string& unit, auto&& run, const auto& single) {
+      constexpr bool with_single = !std::is_same_v<std::decay_t<decltype(single)>, std::nullptr_t>;
+      std::vector<double> samples, partner_samples, single_samples;
       const auto sample = [&](peer_runner& runner, const std::string& label,
                               std::vector<double>& into) {
         into.push_back(time_ns([&] { run(runner, label); }) / static_cast<double>(ops));
       };
-      alternate(
-          s.reps, partner != nullptr, [&] { sample(*r, what, samples); },
-          [&] { sample(*partner, partner_what, partner_samples); });
+      const auto single_sample = [&] {
+        if constexpr (with_single) {
+          single_samples.push_back(time_ns([&] { single(*r, what); }) / static_cast<double>(ops));
+        }
+      };
+      // Each going first in turn, as with a partner.
+      const auto peer_sample = [&] {
+        const bool single_first = samples.size() % 2 == 0;
+        if (single_first) single_sample();
+        sample(*r, what, samples);
+        if (!single_first) single_sample();
+      };
+      alternate(s.reps, partner != nullptr, peer_sample,
+                [&] { sample(*partner, partner_what, partner_samples); });
       row& recorded = record(ds, peer, metric, hp, samples, unit, config);
       if (partner != nullptr) set_paired(recorded, samples, partner_samples);
+      if constexpr (with_single) {
+        const alternated_figures figures = alternated(samples, single_samples);
+        recorded.alternated_single = figures.other_median;
+        recorded.over_single = figures.ratio;
+      }
     };
-    if (want("lookup_hit")) {
-      per_op("lookup_hit", d.hits.size(), "ns/op", [&](peer_runner& runner, const std::string& w) {
-        expect(w + " lookup_hit", runner.lookup(d.hits), d.hits.size(), d.hits_digest, 0);
-      });
-    }
+    const auto per_op = [&](const char* metric, std::size_t ops, const std::string& unit,
+                            auto&& run) { per_op_alternating(metric, ops, unit, run, nullptr); };
+    if (want("lookup_hit")) per_op("lookup_hit", d.hits.size(), "ns/op", lookup_hits);
     if (want("lookup_miss")) {
       per_op("lookup_miss", d.misses.size(), "ns/op",
              [&](peer_runner& runner, const std::string& w) {
                expect(w + " lookup_miss", runner.lookup(d.misses), 0, 0, 0);
              });
     }
+    // get_many's target is a ratio to lone lookups of the same keys on the
+    // same index: its reps alternate with lookup_hit's, so that the ratio
+    // compares figures taken in the same seconds (bench/README.md, "Paired
+    // ratios").
     if (caps.batched && want("batch_hit")) {
-      per_op("batch_hit", d.hits.size(), "ns/key", [&](peer_runner& runner, const std::string& w) {
-        expect(w + " batch_hit", runner.lookup_batched(d.hits, s.batch), d.hits.size(),
-               d.hits_digest, 0);
-      });
+      per_op_alternating(
+          "batch_hit", d.hits.size(), "ns/key",
+          [&](peer_runner& runner, const std::string& w) {
+            expect(w + " batch_hit", runner.lookup_batched(d.hits, s.batch), d.hits.size(),
+                   d.hits_digest, 0);
+          },
+          lookup_hits);
     }
     if (caps.batched && want("batch_miss")) {
       per_op("batch_miss", d.misses.size(), "ns/key",
@@ -660,7 +704,7 @@ std::string ratio_text(const row& r, int digits = 3) {
 void write_csv(const std::string& path) {
   std::ofstream out(path);
   out << "dataset,peer,metric,hugepages,median,min,max,unit,reps,ratio_vs_bbtree,huge_kb,rss_kb,"
-         "mapped_kb,config,paired_bbtree_median\n";
+         "mapped_kb,config,paired_bbtree_median,alternated_single_median,over_single\n";
   for (const auto& r : results) {
     char numbers[160];
     std::snprintf(numbers, sizeof numbers, "%.6g,%.6g,%.6g", r.value, r.min, r.max);
@@ -673,6 +717,13 @@ void write_csv(const std::string& path) {
     if (r.paired_ratio != 0) {
       std::snprintf(numbers, sizeof numbers, "%.6g", r.paired_bbtree);
       out << numbers;
+    }
+    out << ',';
+    if (r.over_single != 0) {
+      std::snprintf(numbers, sizeof numbers, "%.6g,%.6g", r.alternated_single, r.over_single);
+      out << numbers;
+    } else {
+      out << ',';
     }
     out << '\n';
   }

@@ -8,6 +8,8 @@ machine's noise moves both sides.  Where the peer's row is paired (its reps
 alternated with a bbtree index of the same data, column
 paired_bbtree_median), the ratio is the paired one, the median of the
 per-rep ratios, and bbtree's figure is the median of its paired reps.
+get_many's target uses the lone lookups that alternated with its reps on
+the same index (columns alternated_single_median and over_single).
 Each row gives both figures, the ratio, the bar and whether it was met; a
 figure missing from the CSV (a peer or a dataset not run) gives "not
 measured", never a pass.
@@ -26,7 +28,12 @@ def load(path):
             if row.get("paired_bbtree_median"):
                 # ratio_vs_bbtree is then the paired ratio, peer over bbtree.
                 paired = (float(row["paired_bbtree_median"]), float(row["ratio_vs_bbtree"]))
-            figures[key] = (float(row["median"]), row["unit"], paired, row["hugepages"])
+            alternated = None
+            if row.get("over_single"):
+                # A batched row whose reps alternated with lone lookups of
+                # the same keys: their median, and the median per-rep ratio.
+                alternated = (float(row["alternated_single_median"]), float(row["over_single"]))
+            figures[key] = (float(row["median"]), row["unit"], paired, row["hugepages"], alternated)
     return figures
 
 
@@ -53,9 +60,14 @@ def main():
         if mine is None or theirs is None:
             rows.append((target, hp, "not measured", "", f"{'<' if strict else '<='} {bar:g}", "not measured"))
             return
-        value, unit, _, _ = mine
-        other, other_unit, paired, their_hp = theirs
+        value, unit, _, _, alternated = mine
+        other, other_unit, paired, their_hp, _ = theirs
         ratio = value / (other * scale)
+        if alternated is not None and other_metric == "lookup_hit" and other_peer == peer:
+            # A batch against lone lookups of the same index: the figures of
+            # the lone lookups that alternated with the batch's reps.
+            other, ratio = alternated
+            other_unit += " (alternated)"
         if paired is not None and peer == "bbtree" and other_metric is None and their_hp == hp:
             # bbtree against a peer, both read in the same setting: the paired figures.
             value, ratio = paired[0], 1.0 / paired[1]
@@ -74,7 +86,7 @@ def main():
         if mine is None:
             rows.append((target, hp, "not measured", "", f"<= {bar:g}", "not measured"))
             return
-        value, unit, _, _ = mine
+        value, unit, _, _, _ = mine
         met = value <= bar
         rows.append((target, hp, f"{value:.4g} {unit}", "", f"<= {bar:g} {unit}", "met" if met else "MISSED"))
 
