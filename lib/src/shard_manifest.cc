@@ -414,6 +414,19 @@ bool is_shard_manifest(const fs::path& path) noexcept {
   return is_shard_manifest(std::span<const std::byte>(start, have));
 }
 
+namespace detail {
+
+std::optional<reader> open_unless_manifest(const fs::path& path, const open_options& options) {
+  try {
+    return reader::open(path, options);
+  } catch (const error& e) {
+    if (e.code() != errc::not_bbtree || !is_shard_manifest(path)) throw;
+  }
+  return std::nullopt;
+}
+
+}  // namespace detail
+
 shard_manifest parse_shard_manifest(std::string_view text, const std::string& name) {
   return detail::manifest_parser(text, name).parse();
 }
@@ -509,14 +522,15 @@ shard_manifest write_shard_set(const fs::path& manifest, std::span<const fs::pat
           errc::invalid_argument,
           fmt::format("{} is both the manifest to write and one of its shards", path.string()));
     }
-    if (is_shard_manifest(path)) {
+    std::optional<reader> index = detail::open_unless_manifest(path);
+    if (!index) {
       throw error(
           errc::invalid_argument,
           fmt::format("{} is a shard manifest, not an index file: give its shards (bbtree-dump "
                       "--header lists them)",
                       path.string()));
     }
-    const reader file = reader::open(path);
+    const reader& file = *index;
     opened_shard shard{path.string(), entry_types::of(file.info()), {}};
     if (!opened.empty() && !detail::same_types(opened.front().types, shard.types)) {
       throw error(

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -51,6 +52,13 @@ std::filesystem::path shard_path(const std::filesystem::path& manifest, const sh
 // last keys are not compared: they need reads beyond the header.
 std::string header_mismatch(const shard_record& record, const entry_types& types,
                             const reader& file);
+
+// `path` opened as an index file, or nothing when it is a shard manifest
+// instead.  The index is tried first, so that an index file is opened
+// once; only a file that is not an index (errc::not_bbtree) is read again
+// for the manifest magic.  Any other path throws reader::open's error.
+std::optional<reader> open_unless_manifest(const std::filesystem::path& path,
+                                           const open_options& options = {});
 
 // True if `path`, as a manifest line writes it, is one of the names
 // shard_set_builder gives the shards of `manifest` (either generation),

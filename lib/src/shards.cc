@@ -312,14 +312,8 @@ sharded_reader& sharded_reader::operator=(sharded_reader&&) noexcept = default;
 sharded_reader::~sharded_reader() = default;
 
 sharded_reader sharded_reader::open(const fs::path& path, const open_options& options) {
-  // An index file is the common case, and opening it first costs it no
-  // extra system call; only a file that is not an index is looked at again
-  // for the manifest's magic.
-  try {
-    return sharded_reader(reader::open(path, options));
-  } catch (const error& e) {
-    if (e.code() != errc::not_bbtree || !is_shard_manifest(path)) throw;
-  }
+  if (std::optional<reader> index = detail::open_unless_manifest(path, options))
+    return sharded_reader(std::move(*index));
   auto set = std::make_unique<detail::shard_set>();
   set->name = path.string();
   set->from_manifest = true;
