@@ -23,10 +23,11 @@ cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$jobs"
 
 echo "== concurrency tests under ThreadSanitizer (clang)"
+concurrency_tags="[concurrency],[background_copy]"
 CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DBBTREE_SANITIZE=thread -DBBTREE_BUILD_TOOLS=OFF >/dev/null
+  -DBBTREE_SANITIZE=thread -DBBTREE_BUILD_TOOLS=OFF "-DBBTREE_TEST_TAGS=$concurrency_tags" >/dev/null
 cmake --build build-tsan -j "$jobs" --target bbtree_tests
-build-tsan/tests/bbtree_tests "[concurrency],[background_copy]"
+build-tsan/tests/bbtree_tests "$concurrency_tags"
 
 if [ "${FUZZ_SECONDS:-30}" != 0 ] && [ -x fuzz/ci-fuzz.sh ]; then
   echo "== fuzz targets, ${FUZZ_SECONDS:-30} s each"
