@@ -2,7 +2,9 @@
 # The whole test suite, as CI runs it: the normal build and ctest (which
 # also replays every fuzz corpus and regression), the suite again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, the concurrency tests under
-# ThreadSanitizer, and a short run of every libFuzzer target.
+# ThreadSanitizer (from a build of only the test files that hold them:
+# BBTREE_TEST_TAGS in tests/CMakeLists.txt), and a short run of every
+# libFuzzer target.
 #   FUZZ_SECONDS   seconds per fuzz target (default 30; 0 skips fuzzing)
 #   FUZZ_JOBS      fuzz targets run at once (default: one a core)
 set -euo pipefail
