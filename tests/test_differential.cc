@@ -1,9 +1,11 @@
 // Differential tests: every key and value kind, random and adversarial key
 // sets, several page sizes; every query is checked against std::map.
 #include "test_support.h"
+#include "verify_test_support.h"
 
 #include <bbtree/detail/reader_core.h>
 
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 
 using namespace bbtree;
@@ -247,5 +249,74 @@ TEST_CASE("the same input gives byte-identical files", "[roundtrip]") {
       REQUIRE((c.info().build_flags & format::build_flag::input_unsorted) != 0);
       REQUIRE((a.info().build_flags & format::build_flag::input_unsorted) == 0);
     }
+  }
+}
+
+namespace {
+
+// Path-like keys over 512-byte pages: a tree of four or more levels whose
+// top levels fit reader_core's table of decoded pages.
+model path_like_model(std::size_t count) {
+  std::mt19937_64 random(count);
+  model entries;
+  while (entries.size() < count) {
+    entries["/home/user" + std::to_string(random() % 300) + "/projects/" +
+            std::to_string(random() % 1000000)] = std::to_string(random());
+  }
+  return entries;
+}
+
+std::string damaged_root_level(const std::string& good, std::uint32_t root_page) {
+  std::string file = good;
+  const std::uint64_t level_byte =
+      std::uint64_t{root_page} * page_size_of(file) + format::page::level_offset;
+  file[level_byte] = static_cast<char>(file[level_byte] + 1);
+  rechecksum_page(file, root_page);
+  return file;
+}
+
+}  // namespace
+
+TEST_CASE("the top levels of a byte-string file are decoded at open", "[differential]") {
+  const shape kinds{key_kind::bytes, 0, value_kind::bytes, 0, 512};
+  const model entries = path_like_model(20000);
+  const std::string good = build_bytes(kinds, entries);
+  const reader index = reader::from_memory(as_bytes(good));
+  const detail::reader_core& core = index.core();
+  REQUIRE(index.info().height >= 4);
+  // Whole levels from the root down, and not the leaves' parents.
+  const std::uint32_t decoded = core.decoded_upper_pages();
+  REQUIRE(decoded > 1);
+  const std::uint32_t first_decoded = index.info().page_count - decoded;
+  REQUIRE(first_decoded > core.level_first_page(1));
+  std::uint32_t level = 2;
+  while (core.level_first_page(level) != first_decoded) {
+    ++level;
+    REQUIRE(level < index.info().height);
+  }
+  std::mt19937_64 random(5);
+  check_against_model(index, entries, probes_for(kinds, entries, random, 500));
+
+  SECTION("a damaged upper page is reported by the lookups that reach it") {
+    const std::string file = damaged_root_level(good, index.info().root_page);
+    const reader damaged = reader::from_memory(as_bytes(file));
+    REQUIRE(damaged.core().decoded_upper_pages() == 0);
+    try {
+      (void)damaged.get(entries.begin()->first);
+      FAIL("a lookup through a damaged root answered");
+    } catch (const error& e) {
+      REQUIRE(e.code() == errc::corrupt);
+      REQUIRE_THAT(e.what(), Catch::Contains(fmt::format("page {} ", index.info().root_page)));
+    }
+  }
+  SECTION("files searched as integers keep no table") {
+    const shape u64_kinds{key_kind::u64, 0, value_kind::u64, 0, 512};
+    model numbers;
+    for (std::uint64_t i = 0; i < 20000; ++i)
+      numbers[std::string(u64_key(i * 7).view())] = std::string(u64_value(i).view());
+    const std::string file = build_bytes(u64_kinds, numbers);
+    const reader u64_index = reader::from_memory(as_bytes(file));
+    REQUIRE(u64_index.info().height >= 3);
+    REQUIRE(u64_index.core().decoded_upper_pages() == 0);
   }
 }

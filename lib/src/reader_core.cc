@@ -47,6 +47,39 @@ BBTREE_FIRST_ANSWER reader_core::reader_core(std::string name, const unsigned ch
                                              const unsigned char* header_copy)
     : name_(std::move(name)), base_(base), size_(size), holder_(std::move(holder)) {
   validate_header(header_copy != nullptr ? header_copy : base);
+  decode_upper_pages();
+}
+
+// At most this many pages are kept decoded: with 1 KiB pages, the top
+// 64 KiB of the tree, read at open in one or two page faults.
+constexpr std::uint32_t max_upper_pages = 64;
+
+BBTREE_FIRST_ANSWER void reader_core::decode_upper_pages() {
+  // Integer probes read raw page bytes (integer_step) and never use it.
+  if (info_.keys != key_kind::bytes && info_.key_size <= 8) return;
+  // The whole levels, from the root down, that fit in the table; levels
+  // lie in the file in order, so their pages are one run up to the root.
+  std::uint32_t first = info_.page_count;
+  for (std::uint32_t level = info_.height - 1; level >= 1; --level) {
+    if (info_.page_count - level_first_page_[level] > max_upper_pages) break;
+    first = level_first_page_[level];
+  }
+  if (first == info_.page_count) return;
+  std::vector<page_view> pages;
+  pages.reserve(info_.page_count - first);
+  try {
+    std::uint32_t level = info_.height - 1;
+    while (level_first_page_[level] > first) --level;
+    for (std::uint32_t number = first; number < info_.page_count; ++number) {
+      if (level + 1 < info_.height && number == level_first_page_[level + 1]) ++level;
+      pages.push_back(page(number, static_cast<int>(level)));
+    }
+  } catch (const error&) {
+    // A damaged upper page: lookups decode it, and report it, as they reach it.
+    return;
+  }
+  upper_pages_ = std::move(pages);
+  upper_first_page_ = first;
 }
 
 void reader_core::child_outside_level(std::uint32_t page_number, std::uint64_t child,
@@ -699,7 +732,7 @@ template <bool OrEqual>
 
 std::uint32_t reader_core::inner_step(std::string_view key, std::uint32_t level,
                                       std::uint32_t number) const {
-  const page_view inner = page(number, static_cast<int>(level));
+  const page_view inner = inner_page(number, level);
   const std::uint64_t child = std::uint64_t{level_first_page_[level - 1]} + inner.header_word +
                               bound_in_page<true>(inner, key).index;
   // Level `level` lies above level - 1, so it is where level - 1 ends.
