@@ -270,7 +270,7 @@ std::string damaged_root_level(const std::string& good, std::uint32_t root_page)
   std::string file = good;
   const std::uint64_t level_byte =
       std::uint64_t{root_page} * page_size_of(file) + format::page::level_offset;
-  file[level_byte] = static_cast<char>(file[level_byte] + 1);
+  store_field<std::uint8_t>(file, level_byte, static_cast<std::uint8_t>(file[level_byte] + 1));
   rechecksum_page(file, root_page);
   return file;
 }

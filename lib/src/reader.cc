@@ -272,7 +272,7 @@ std::string_view cursor::key() const {
 std::string_view cursor::key_at(std::uint32_t index) const {
   const file_info& info = core_->info();
   const std::uint32_t prefix_length = leaf_page_.prefix_length;
-  if (info.keys != key_kind::bytes && info.key_size <= 8) {
+  if (core_->integer_keys()) {
     // A key of at most eight bytes is the page's prefix followed by the
     // leading bytes of its inline key, then its tail if it has one: one
     // word, no string building.  page() checked prefix_length <= key_size,

@@ -56,23 +56,24 @@ constexpr std::uint32_t max_upper_pages = 64;
 
 BBTREE_FIRST_ANSWER void reader_core::decode_upper_pages() {
   // Integer probes read raw page bytes (integer_step) and never use it.
-  if (info_.keys != key_kind::bytes && info_.key_size <= 8) return;
+  if (integer_keys()) return;
   // The whole levels, from the root down, that fit in the table; levels
   // lie in the file in order, so their pages are one run up to the root.
-  std::uint32_t first = info_.page_count;
-  for (std::uint32_t level = info_.height - 1; level >= 1; --level) {
-    if (info_.page_count - level_first_page_[level] > max_upper_pages) break;
-    first = level_first_page_[level];
+  std::uint32_t first_level = info_.height;
+  while (first_level > 1 &&
+         info_.page_count - level_first_page_[first_level - 1] <= max_upper_pages) {
+    --first_level;
   }
-  if (first == info_.page_count) return;
+  if (first_level == info_.height) return;
+  const std::uint32_t first = level_first_page_[first_level];
   std::vector<page_view> pages;
   pages.reserve(info_.page_count - first);
   try {
-    std::uint32_t level = info_.height - 1;
-    while (level_first_page_[level] > first) --level;
-    for (std::uint32_t number = first; number < info_.page_count; ++number) {
-      if (level + 1 < info_.height && number == level_first_page_[level + 1]) ++level;
-      pages.push_back(page(number, static_cast<int>(level)));
+    for (std::uint32_t level = first_level; level < info_.height; ++level) {
+      for (std::uint32_t number = level_first_page_[level]; number < level_end_page(level);
+           ++number) {
+        pages.push_back(page(number, static_cast<int>(level)));
+      }
     }
   } catch (const error&) {
     // A damaged upper page: lookups decode it, and report it, as they reach it.

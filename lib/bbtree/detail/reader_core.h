@@ -213,11 +213,15 @@ class reader_core {
                                                                    std::uint32_t leaf,
                                                                    const general_place& at) const;
   void prefetch_entry_items(const page_view& leaf, std::uint32_t index) const;
-  // Whether a probe has the size of this file's keys, at most eight bytes,
-  // so that it can be searched as an integer.
+  // Whether this file's keys are of one size, at most eight bytes, and so
+  // big-endian words of which prefix, inline key and tail are parts.
+  bool integer_keys() const noexcept {
+    return info_.keys != format::key_kind::bytes && info_.key_size <= 8;
+  }
+  // Whether a probe has the size of such keys, so that it can be searched
+  // as an integer.
   bool integer_probe(std::string_view key) const noexcept {
-    return info_.keys != format::key_kind::bytes && info_.key_size <= 8 &&
-           key.size() == info_.key_size;
+    return integer_keys() && key.size() == info_.key_size;
   }
   std::uint64_t integer_word(std::string_view key) const noexcept;
   position end_position() const noexcept { return {end_leaf(), 0}; }
