@@ -3,12 +3,13 @@
 // --toggle-collect='run_*' counts the instructions of the timed loop only).
 //
 //   bbtree-lookup-probe ENTRIES PROBES PAGE_SIZE
-//                       [get|many|scan|walk|range|range-walk|array] [LENGTH]
+//                       [get|many|pair|scan|walk|range|range-walk|array] [LENGTH]
 //
 // Builds (once, kept in $TMPDIR) an index of ENTRIES random u64 keys with
 // u64 values, opens it populated (memory_mode::copy_huge_pages when HUGE is
 // set in the environment), and times PROBES random hits with reader::get,
-// with get_many in batches of 256 ("many"), a full scan stepping a cursor
+// with get_many in batches of 256 ("many"), with both on alternate slices
+// of the probes and their paired ratio reported ("pair"), a full scan stepping a cursor
 // ("scan") or walking (reader::for_each, "walk"), LENGTH entries (default
 // 100) from lower_bound of each probe, stepped ("range") or walked
 // (cursor::for_each_until, "range-walk"), or
@@ -16,7 +17,7 @@
 // advised for huge pages when HUGE is set).  Prints ns per operation.
 // With KEYS=str in the environment the index holds the benchmark's
 // path-like string keys and values instead (bench/dataset.h, generate), and
-// the probes are that dataset's hits; "get" and "many" only.  DISTINCT=K
+// the probes are that dataset's hits; "get", "many" and "pair" only.  DISTINCT=K
 // repeats the first K probes over and over (a working set that stays in the
 // caches).
 #include <bbtree/builder.h>
@@ -33,6 +34,7 @@
 #include <filesystem>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -74,8 +76,7 @@ std::vector<std::string> string_index(std::size_t entries, std::size_t probe_cou
   return {data.hits.begin(), data.hits.end()};
 }
 
-[[gnu::noinline]] std::uint64_t run_get(const reader& index,
-                                        const std::vector<std::string>& probes) {
+[[gnu::noinline]] std::uint64_t run_get(const reader& index, std::span<const std::string> probes) {
   std::uint64_t sum = 0;
   for (const auto& probe : probes) {
     if (const auto value = index.get(probe)) sum += first_byte(*value);
@@ -83,8 +84,7 @@ std::vector<std::string> string_index(std::size_t entries, std::size_t probe_cou
   return sum;
 }
 
-[[gnu::noinline]] std::uint64_t run_many(const reader& index,
-                                         const std::vector<std::string>& probes) {
+[[gnu::noinline]] std::uint64_t run_many(const reader& index, std::span<const std::string> probes) {
   constexpr std::size_t batch = 256;
   std::vector<std::string_view> keys(batch);
   std::vector<std::optional<std::string_view>> values(batch);
@@ -162,13 +162,48 @@ std::vector<std::string> string_index(std::size_t entries, std::size_t probe_cou
   return sum;
 }
 
+// get and many on alternate slices of the probes, each slice timed: the
+// paired ratio of neighbouring slices cancels the drift of a noisy machine,
+// which separate processes minutes apart do not.
+void run_pair(const reader& index, std::span<const std::string> probes) {
+  constexpr std::size_t slice = 4096;
+  std::vector<double> get_ns, many_ns, ratios;
+  std::uint64_t sum = 0;
+  for (std::size_t start = 0; start + 2 * slice <= probes.size(); start += 2 * slice) {
+    const auto timed = [&](auto&& run, std::size_t offset) {
+      const auto begin = std::chrono::steady_clock::now();
+      sum += run(index, probes.subspan(start + offset, slice));
+      return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - begin)
+                 .count() /
+             static_cast<double>(slice);
+    };
+    // Which method runs first alternates, so that neither always follows the other.
+    const bool get_first = (start / (2 * slice)) % 2 == 0;
+    const double get = timed(run_get, get_first ? 0 : slice);
+    const double many = timed(run_many, get_first ? slice : 0);
+    get_ns.push_back(get);
+    many_ns.push_back(many);
+    ratios.push_back(many / get);
+  }
+  const auto median = [](std::vector<double> values) {
+    if (values.empty()) return 0.0;
+    std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
+    return values[values.size() / 2];
+  };
+  std::printf(
+      "pair: get %.1f ns/op, many %.1f ns/op, many/get %.3f (medians of %zu pairs of "
+      "%zu-probe slices; sum %llu)\n",
+      median(get_ns), median(many_ns), median(ratios), ratios.size(), slice,
+      static_cast<unsigned long long>(sum));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 4) {
     std::fprintf(stderr,
                  "usage: bbtree-lookup-probe ENTRIES PROBES PAGE_SIZE "
-                 "[get|many|scan|walk|range|range-walk|array] [LENGTH]\n");
+                 "[get|many|pair|scan|walk|range|range-walk|array] [LENGTH]\n");
     return 2;
   }
   const std::size_t entries = std::strtoull(argv[1], nullptr, 10);
@@ -236,6 +271,10 @@ int main(int argc, char** argv) {
     for (std::size_t i = repeat; i < probes.size(); ++i) probes[i] = probes[i % repeat];
   }
 
+  if (mode == "pair") {
+    run_pair(index, probes);
+    return 0;
+  }
   const auto timed = std::chrono::steady_clock::now();
   if (mode == "get") {
     sum = run_get(index, probes);
