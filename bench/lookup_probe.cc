@@ -177,10 +177,17 @@ void run_pair(const reader& index, std::span<const std::string> probes) {
                  .count() /
              static_cast<double>(slice);
     };
-    // Which method runs first alternates, so that neither always follows the other.
-    const bool get_first = (start / (2 * slice)) % 2 == 0;
-    const double get = timed(run_get, get_first ? 0 : slice);
-    const double many = timed(run_many, get_first ? slice : 0);
+    // Which method runs first, on the first slice of the two, alternates,
+    // so that neither always follows the other.
+    double get = 0;
+    double many = 0;
+    if ((start / (2 * slice)) % 2 == 0) {
+      get = timed(run_get, 0);
+      many = timed(run_many, slice);
+    } else {
+      many = timed(run_many, 0);
+      get = timed(run_get, slice);
+    }
     get_ns.push_back(get);
     many_ns.push_back(many);
     ratios.push_back(many / get);
