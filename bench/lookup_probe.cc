@@ -24,6 +24,7 @@
 #include <bbtree/reader.h>
 
 #include "dataset.h"
+#include "median.h"
 
 #include <sys/mman.h>
 #include <algorithm>
@@ -42,6 +43,12 @@
 namespace {
 
 using namespace bbtree;
+using bench::median;
+
+// Nanoseconds from `begin` to now.
+double nanoseconds_since(std::chrono::steady_clock::time_point begin) {
+  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - begin).count();
+}
 
 std::string big_endian(std::uint64_t value) {
   std::string bytes(8, '\0');
@@ -165,17 +172,17 @@ std::vector<std::string> string_index(std::size_t entries, std::size_t probe_cou
 // get and many on alternate slices of the probes, each slice timed: the
 // paired ratio of neighbouring slices cancels the drift of a noisy machine,
 // which separate processes minutes apart do not.
+constexpr std::size_t pair_slice = 4096;
+
 void run_pair(const reader& index, std::span<const std::string> probes) {
-  constexpr std::size_t slice = 4096;
+  constexpr std::size_t slice = pair_slice;
   std::vector<double> get_ns, many_ns, ratios;
   std::uint64_t sum = 0;
   for (std::size_t start = 0; start + 2 * slice <= probes.size(); start += 2 * slice) {
     const auto timed = [&](auto&& run, std::size_t offset) {
       const auto begin = std::chrono::steady_clock::now();
       sum += run(index, probes.subspan(start + offset, slice));
-      return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - begin)
-                 .count() /
-             static_cast<double>(slice);
+      return nanoseconds_since(begin) / static_cast<double>(slice);
     };
     // Which method runs first, on the first slice of the two, alternates,
     // so that neither always follows the other.
@@ -192,11 +199,6 @@ void run_pair(const reader& index, std::span<const std::string> probes) {
     many_ns.push_back(many);
     ratios.push_back(many / get);
   }
-  const auto median = [](std::vector<double> values) {
-    if (values.empty()) return 0.0;
-    std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
-    return values[values.size() / 2];
-  };
   std::printf(
       "pair: get %.1f ns/op, many %.1f ns/op, many/get %.3f (medians of %zu pairs of "
       "%zu-probe slices; sum %llu)\n",
@@ -238,8 +240,7 @@ int main(int argc, char** argv) {
     std::copy(keys.begin(), keys.end(), array);
     const auto timed = std::chrono::steady_clock::now();
     sum = run_array(array, array + keys.size(), probe_keys);
-    const double ns =
-        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - timed).count();
+    const double ns = nanoseconds_since(timed);
     std::printf("array entries=%zu: %.1f ns/op (sum %llu)\n", keys.size(),
                 ns / static_cast<double>(operations), static_cast<unsigned long long>(sum));
     std::free(array);
@@ -279,6 +280,10 @@ int main(int argc, char** argv) {
   }
 
   if (mode == "pair") {
+    if (probes.size() < 2 * pair_slice) {
+      std::fprintf(stderr, "bbtree-lookup-probe: pair needs at least %zu probes\n", 2 * pair_slice);
+      return 2;
+    }
     run_pair(index, probes);
     return 0;
   }
@@ -301,8 +306,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bbtree-lookup-probe: unknown mode %s\n", mode.c_str());
     return 2;
   }
-  const double ns =
-      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - timed).count();
+  const double ns = nanoseconds_since(timed);
   std::printf("%s entries=%zu page_size=%u height=%u: %.1f ns/op (sum %llu)\n", mode.c_str(),
               keys.size(), page_size, index.info().height, ns / static_cast<double>(operations),
               static_cast<unsigned long long>(sum));

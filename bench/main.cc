@@ -1,6 +1,7 @@
 // bbtree-bench: bbtree and its peers, side by side, on the same data in the
 // same run.  See bench/README.md.
 #include "dataset.h"
+#include "median.h"
 #include "peer.h"
 
 #include <fcntl.h>
@@ -138,12 +139,6 @@ struct row {
 };
 
 std::vector<row> results;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 row& record(const std::string& dataset, const std::string& peer, const std::string& metric,
             const std::string& hugepages, const std::vector<double>& samples,
