@@ -17,6 +17,8 @@
 // in one random cycle through all its lines, so that each load waits for
 // the one before: the latency of one miss at that working-set size, which
 // is what a lone lookup pays at each level its pages are not in cache.
+#include "timing.h"
+
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -67,9 +69,7 @@ int chase(std::size_t mebibytes, bool huge) {
   follow();  // untimed first, so that the timed loads find what fits in cache there
   const auto start = std::chrono::steady_clock::now();
   follow();
-  const double ns =
-      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() /
-      loads;
+  const double ns = bbtree::bench::nanoseconds_since(start) / loads;
   std::printf("chase %zu MiB%s: %.1f ns a dependent load (ended at line %zu)\n", mebibytes,
               huge ? " huge" : "", ns, static_cast<std::size_t>(at - buffer) / line_bytes);
   return 0;
@@ -119,9 +119,7 @@ int main(int argc, char** argv) {
     const unsigned char* page = buffer + std::size_t{order[i]} * page_bytes;
     for (int line = 0; line < lines_per_page; ++line) sum += page[line_bytes * line];
   }
-  const double ns =
-      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() /
-      pages_read;
+  const double ns = bbtree::bench::nanoseconds_since(start) / pages_read;
   std::printf("lines %d distance %d%s: %.1f ns a page, %.2f ns a line (sum %llu)\n", lines_per_page,
               distance, huge ? " huge" : "", ns, ns / lines_per_page,
               static_cast<unsigned long long>(sum));

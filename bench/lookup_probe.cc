@@ -25,6 +25,7 @@
 
 #include "dataset.h"
 #include "median.h"
+#include "timing.h"
 
 #include <sys/mman.h>
 #include <algorithm>
@@ -44,11 +45,7 @@ namespace {
 
 using namespace bbtree;
 using bench::median;
-
-// Nanoseconds from `begin` to now.
-double nanoseconds_since(std::chrono::steady_clock::time_point begin) {
-  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - begin).count();
-}
+using bench::nanoseconds_since;
 
 std::string big_endian(std::uint64_t value) {
   std::string bytes(8, '\0');
@@ -175,25 +172,24 @@ std::vector<std::string> string_index(std::size_t entries, std::size_t probe_cou
 constexpr std::size_t pair_slice = 4096;
 
 void run_pair(const reader& index, std::span<const std::string> probes) {
-  constexpr std::size_t slice = pair_slice;
   std::vector<double> get_ns, many_ns, ratios;
   std::uint64_t sum = 0;
-  for (std::size_t start = 0; start + 2 * slice <= probes.size(); start += 2 * slice) {
+  for (std::size_t start = 0; start + 2 * pair_slice <= probes.size(); start += 2 * pair_slice) {
     const auto timed = [&](auto&& run, std::size_t offset) {
       const auto begin = std::chrono::steady_clock::now();
-      sum += run(index, probes.subspan(start + offset, slice));
-      return nanoseconds_since(begin) / static_cast<double>(slice);
+      sum += run(index, probes.subspan(start + offset, pair_slice));
+      return nanoseconds_since(begin) / static_cast<double>(pair_slice);
     };
     // Which method runs first, on the first slice of the two, alternates,
     // so that neither always follows the other.
     double get = 0;
     double many = 0;
-    if ((start / (2 * slice)) % 2 == 0) {
+    if ((start / (2 * pair_slice)) % 2 == 0) {
       get = timed(run_get, 0);
-      many = timed(run_many, slice);
+      many = timed(run_many, pair_slice);
     } else {
       many = timed(run_many, 0);
-      get = timed(run_get, slice);
+      get = timed(run_get, pair_slice);
     }
     get_ns.push_back(get);
     many_ns.push_back(many);
@@ -202,7 +198,7 @@ void run_pair(const reader& index, std::span<const std::string> probes) {
   std::printf(
       "pair: get %.1f ns/op, many %.1f ns/op, many/get %.3f (medians of %zu pairs of "
       "%zu-probe slices; sum %llu)\n",
-      median(get_ns), median(many_ns), median(ratios), ratios.size(), slice,
+      median(get_ns), median(many_ns), median(ratios), ratios.size(), pair_slice,
       static_cast<unsigned long long>(sum));
 }
 
