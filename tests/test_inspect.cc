@@ -67,6 +67,31 @@ TEST_CASE("stats count pages, entries and lengths", "[inspect]") {
   REQUIRE(stats.find("damaged") == std::string::npos);
 }
 
+TEST_CASE("stats count the keys that tie on their inline key", "[inspect]") {
+  // One leaf with no prefix (its first and last keys differ in their first
+  // byte), so each inline key is a key's first eight bytes: the three keys
+  // that start "aaaaaaaa" tie, the two that start "bbbbbbbb" tie, and "c"
+  // ties with nothing.
+  const shape kinds{key_kind::bytes, 0, value_kind::bytes, 0, 1024};
+  const model entries{{"aaaaaaaa1", "v"}, {"aaaaaaaa2", "v"}, {"aaaaaaaa3", "v"},
+                      {"bbbbbbbb1", "v"}, {"bbbbbbbb2", "v"}, {"c", "v"}};
+  const std::string file = build_bytes(kinds, entries, {});
+  const reader index = reader::from_memory(as_bytes(file));
+  REQUIRE(index.info().height == 1);
+  const std::string stats = stats_of(index);
+  INFO(stats);
+  REQUIRE(has_line(stats, "prefix_length.0: 1 pages"));
+  REQUIRE(has_line(stats, "level.0.inline_ties: 5 keys (83.3%), largest group 3"));
+
+  // Keys that differ within their first eight bytes tie nowhere.
+  model distinct;
+  for (int i = 0; i < 300; ++i) distinct[fmt::format("{:08}", i * 7)] = "v";
+  const std::string distinct_file = build_bytes(kinds, distinct, {});
+  const std::string distinct_stats = stats_of(reader::from_memory(as_bytes(distinct_file)));
+  INFO(distinct_stats);
+  REQUIRE(has_line(distinct_stats, "level.0.inline_ties: 0 keys (0.0%), largest group 1"));
+}
+
 TEST_CASE("the page listing shows every page, and one page its entries", "[inspect]") {
   const shape kinds{key_kind::u64, 0, value_kind::u64, 0, 512};
   model entries;

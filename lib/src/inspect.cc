@@ -131,7 +131,26 @@ struct level_totals {
   double min_fill = 1.0;
   double max_fill = 0.0;
   std::uint64_t damaged = 0;
+  // Keys whose inline key equals a neighbour's in the same page: a search
+  // that lands on one of them reads full keys to settle it (spec 8.4).
+  std::uint64_t tied_keys = 0;
+  std::uint32_t largest_tie = 0;  // most keys of one page sharing an inline key
 };
+
+// Counts the runs of equal inline keys in a page (its inline keys are
+// non-decreasing, so equal ones are adjacent).
+void count_ties(const page_view& page, level_totals& totals) {
+  std::uint32_t run = 1;
+  for (std::uint32_t i = 1; i <= page.count; ++i) {
+    if (i < page.count && page.inline_key(i) == page.inline_key(i - 1)) {
+      ++run;
+      continue;
+    }
+    if (run > 1) totals.tied_keys += run;
+    totals.largest_tie = std::max(totals.largest_tie, run);
+    run = 1;
+  }
+}
 
 }  // namespace
 
@@ -164,6 +183,7 @@ void write_stats(const reader& file, std::ostream& out) {
         totals.max_fill = std::max(totals.max_fill, fill);
         ++prefix_lengths[page.prefix_length];
         ++inline_widths[page.inline_width];
+        count_ties(page, totals);
         for (std::uint32_t i = 0; i < page.count; ++i) {
           if (info.keys == key_kind::bytes && core.key_suffix_length(page, i) > page.inline_width) {
             const detail::item_view remainder = core.key_remainder(page, i);
@@ -219,6 +239,12 @@ void write_stats(const reader& file, std::ostream& out) {
                                         100.0 * static_cast<double>(totals.used_bytes) /
                                             (static_cast<double>(readable) * info.page_size),
                                         100.0 * totals.min_fill, 100.0 * totals.max_fill));
+      field(name + ".inline_ties",
+            fmt::format("{} keys ({:.1f}%), largest group {}", totals.tied_keys,
+                        totals.keys == 0 ? 0.0
+                                         : 100.0 * static_cast<double>(totals.tied_keys) /
+                                               static_cast<double>(totals.keys),
+                        totals.largest_tie));
     }
     if (totals.damaged > 0) field(name + ".damaged_pages", totals.damaged);
   }
