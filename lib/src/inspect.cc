@@ -86,6 +86,11 @@ std::uint32_t level_of(const reader_core& core, std::uint32_t number) {
   return level;
 }
 
+// The share of `whole` that `part` is, in percent; 0 of nothing.
+double percent_of(std::uint64_t part, std::uint64_t whole) {
+  return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
+}
+
 // Power-of-two buckets of lengths: 0, 1, 2-3, 4-7, ...
 class length_histogram {
  public:
@@ -111,8 +116,7 @@ class length_histogram {
       const std::string range =
           low == high ? fmt::format("{}", low) : fmt::format("{}-{}", low, high);
       fmt::format_to(std::back_inserter(text), "{}.{}: {} ({:.1f}%)\n", name, range,
-                     buckets_[bucket],
-                     100.0 * static_cast<double>(buckets_[bucket]) / static_cast<double>(count_));
+                     buckets_[bucket], percent_of(buckets_[bucket], count_));
     }
   }
 
@@ -140,15 +144,12 @@ struct level_totals {
 // Counts the runs of equal inline keys in a page (its inline keys are
 // non-decreasing, so equal ones are adjacent).
 void count_ties(const page_view& page, level_totals& totals) {
-  std::uint32_t run = 1;
-  for (std::uint32_t i = 1; i <= page.count; ++i) {
-    if (i < page.count && page.inline_key(i) == page.inline_key(i - 1)) {
-      ++run;
-      continue;
-    }
+  for (std::uint32_t start = 0, end = 0; start < page.count; start = end) {
+    const std::uint64_t inline_key = page.inline_key(start);
+    for (end = start + 1; end < page.count && page.inline_key(end) == inline_key;) ++end;
+    const std::uint32_t run = end - start;
     if (run > 1) totals.tied_keys += run;
     totals.largest_tie = std::max(totals.largest_tie, run);
-    run = 1;
   }
 }
 
@@ -236,15 +237,11 @@ void write_stats(const reader& file, std::ostream& out) {
       field(name + ".keys_per_page",
             fmt::format("{:.1f}", static_cast<double>(totals.keys) / readable));
       field(name + ".fill", fmt::format("mean {:.1f}%, min {:.1f}%, max {:.1f}%",
-                                        100.0 * static_cast<double>(totals.used_bytes) /
-                                            (static_cast<double>(readable) * info.page_size),
+                                        percent_of(totals.used_bytes, readable * info.page_size),
                                         100.0 * totals.min_fill, 100.0 * totals.max_fill));
       field(name + ".inline_ties",
             fmt::format("{} keys ({:.1f}%), largest group {}", totals.tied_keys,
-                        totals.keys == 0 ? 0.0
-                                         : 100.0 * static_cast<double>(totals.tied_keys) /
-                                               static_cast<double>(totals.keys),
-                        totals.largest_tie));
+                        percent_of(totals.tied_keys, totals.keys), totals.largest_tie));
     }
     if (totals.damaged > 0) field(name + ".damaged_pages", totals.damaged);
   }
