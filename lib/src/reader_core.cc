@@ -754,8 +754,7 @@ BBTREE_FIRST_ANSWER std::uint32_t reader_core::descend(std::string_view key) con
   }
   for (; level > 0; --level) {
     number = inner_step(key, level, number);
-    // Decoded pages are read by every lookup and stay in cache.
-    if (number < upper_first_page_) prefetch_page(number);
+    prefetch_child(number);
   }
   return number;
 }
@@ -1130,8 +1129,8 @@ std::size_t reader_core::get_many(std::span<const std::string_view> keys,
         }
         if (level == 1 && integer[i]) {
           prefetch_page<batch_leaf_prefetch_bytes>(pages[i]);
-        } else if (pages[i] < upper_first_page_) {
-          prefetch_page<batch_prefetch_bytes>(pages[i]);
+        } else {
+          prefetch_child<batch_prefetch_bytes>(pages[i]);
         }
       }
     }

@@ -256,6 +256,18 @@ class reader_core {
       __builtin_prefetch(page_bytes + offset, 0, Locality);
   }
 
+  // prefetch_page for the child page a descent steps to, unless the table
+  // of decoded upper pages holds it: every lookup reads those pages, so they
+  // stay in cache, and prefetching them only takes load slots (about 5% of
+  // a batched path-like key: bench/RESULTS.md, "No prefetch of the pages
+  // decoded at open").  always_inline: without it GCC 12 emitted none of
+  // the page's prefetches behind the condition (codegen.prefetches counts
+  // them).
+  template <std::uint32_t Bytes = prefetch_bytes>
+  [[gnu::always_inline]] void prefetch_child(std::uint32_t number) const {
+    if (number < upper_first_page_) prefetch_page<Bytes>(number);
+  }
+
   // A cursor from a bound most often starts a scan, which soon crosses into
   // the leaf after `leaf`: load it into L1 once the search is done
   // (step_to_next_leaf then keeps one leaf ahead).  For the cursors of
