@@ -12,12 +12,14 @@ only.
 Before printing anything the whole file is verified: the header (FORMAT.md
 14.1), every page (14.2), every slot (14.3), the metadata (14.4), every
 checksum (header, pages, metadata, external items) and the properties of a
-full verification (14.6): zero padding and reserved fields (minor versions 0 and 1),
+full verification (14.6): zero padding and reserved fields (minor versions 0 to 2),
 the level structure, key order within and across pages, separators bounding
 their children, the heap and blob-region tiling, max_key_length and
-max_value_length.  Then a sample of keys (and probes between them) is searched
-from the root by the algorithms of section 13, to exercise the inner pages, and
-the results are compared with the order given by the leaves.
+max_value_length, and the directory region (12.3) when the file has one.  Then
+a sample of keys (and probes between them) is searched by the algorithms of
+section 13, from the root and, in a file with a directory, from level 1 by the
+directory, to exercise the inner pages and the directory, and the results are
+compared with each other and with the order given by the leaves.
 
 Exit status: 0 on success, 1 when the file is not a valid bbtree file (the
 message names the error class of FORMAT.md section 14 in brackets), 2 on a
@@ -81,6 +83,7 @@ class BadFile(Exception):
     def __init__(self, errc, message):
         super().__init__(f"{message} [{errc}]")
         self.errc = errc
+        self.message = message
 
 
 def corrupt(message):
@@ -97,8 +100,12 @@ def corrupt_header(message):
 MAGIC = b"\x89BBTREE\n"
 HEADER_SIZE = 512
 # The minor versions this reader implements (1.1 changed only the builder
-# policy, FORMAT.md 16): reserved fields and padding are checked in them.
-KNOWN_MINOR = 1
+# policy, 1.2 added the directory region, FORMAT.md 16): reserved fields and
+# padding are checked in them.
+KNOWN_MINOR = 2
+# required_features bits (FORMAT.md 5, 16): bit 0, the directory region (1.2).
+FEATURE_DIRECTORY = 0x1
+KNOWN_REQUIRED = FEATURE_DIRECTORY
 KEY_U64, KEY_I64, KEY_FIXED, KEY_BYTES = 1, 2, 3, 4
 VALUE_NONE, VALUE_U64, VALUE_FIXED, VALUE_BYTES = 0, 1, 2, 3
 KEY_KIND_NAMES = {KEY_U64: "u64", KEY_I64: "i64", KEY_FIXED: "fixed", KEY_BYTES: "bytes"}
@@ -124,6 +131,10 @@ def u64(b, o):
 
 def align8(x):
     return (x + 7) & ~7
+
+
+def align64(x):
+    return (x + 63) & ~63
 
 
 def is_zero(b):
@@ -171,9 +182,16 @@ HEADER_FIELDS = [
     ("file_size", 128, 8),
     ("max_key_length", 136, 4),
     ("max_value_length", 140, 4),
+    ("directory_offset", 144, 8),
+    ("directory_length", 152, 8),
+    ("directory_checksum", 160, 4),
+    ("directory_head_size", 164, 4),
+    ("directory_prefix_length", 168, 4),
     ("header_checksum", 508, 4),
 ]
-HEADER_RESERVED = [(38, 40), (76, 80), (144, 256), (384, 508)]
+HEADER_RESERVED = [(38, 40), (76, 80), (172, 256), (384, 508)]
+# The directory fields, zero (as reserved bytes) when required bit 0 is clear.
+HEADER_DIRECTORY = (144, 172)
 
 
 class Header:
@@ -210,9 +228,10 @@ def parse_header(data):
     if h.header_size != HEADER_SIZE:
         corrupt_header(f"header_size {h.header_size}, expected 512")
     # 14.1.6
-    if h.required_features != 0:
-        raise BadFile("unsupported_feature",
-                      f"requires feature bits 0x{h.required_features:x}")
+    unknown = h.required_features & ~KNOWN_REQUIRED
+    if unknown:
+        raise BadFile("unsupported_feature", f"requires feature bits 0x{unknown:x}")
+    h.has_directory = bool(h.required_features & FEATURE_DIRECTORY)
     # 14.1.7
     ps = h.page_size
     if ps < 512 or ps > 65536 or ps & (ps - 1):
@@ -263,8 +282,16 @@ def parse_header(data):
             corrupt_header(f"metadata_offset {h.metadata_offset}, expected {e}")
         if h.metadata_length < 4:
             corrupt_header(f"metadata_length {h.metadata_length} < 4")
-    if h.file_size != e + h.metadata_length:
-        corrupt_header("file_size is not pages + blob_length + metadata_length")
+    m = e + h.metadata_length
+    h.metadata_end = m
+    if not h.has_directory:
+        if h.file_size != m:
+            corrupt_header("file_size is not pages + blob_length + metadata_length")
+    else:
+        if h.directory_offset != align64(m):
+            corrupt_header(f"directory_offset {h.directory_offset}, expected {align64(m)}")
+        if h.file_size != h.directory_offset + h.directory_length:
+            corrupt_header("file_size is not directory_offset + directory_length")
     if not 1 <= h.height <= MAX_HEIGHT:
         corrupt_header(f"height {h.height}")
     if h.root_page != h.page_count - 1:
@@ -293,13 +320,16 @@ def parse_header(data):
             corrupt_header(f"level_first_page[{lv}] = {lfp[lv]} beyond height")
     if h.max_key_length > MAX_KEY:
         corrupt_header(f"max_key_length {h.max_key_length} > 65536")
+    # 14.1.10
+    h.directory = Directory(h, data) if h.has_directory else None
     return h
 
 
 def verify_header_extras(h, data):
     """Checks of a full verification (14.6) that concern the header."""
     if h.minor_version <= KNOWN_MINOR:
-        for a, b in HEADER_RESERVED:
+        reserved = HEADER_RESERVED if h.has_directory else HEADER_RESERVED + [HEADER_DIRECTORY]
+        for a, b in reserved:
             if not is_zero(data[a:b]):
                 corrupt_header(f"reserved header bytes [{a}, {b}) are not zero")
         if not is_zero(data[HEADER_SIZE:h.page_size]):
@@ -314,6 +344,67 @@ def level_pages(h, lv):
     if lv < h.height - 1:
         return h.level_first_page[lv + 1] - h.level_first_page[lv]
     return 1
+
+
+# --------------------------------------------------------------------------
+# The directory region (FORMAT.md 12.3, checks 14.1.10)
+
+
+class Directory:
+    """The directory region of a file whose required bit 0 is set, checked
+    by 14.1.10 when constructed: n, head_size and the prefix length come
+    from the header alone, and nothing of the region is read."""
+
+    def __init__(self, h, data):
+        if h.height < 3:
+            corrupt_header(f"directory region in a file of height {h.height} (needs 3 or more)")
+        n = self.n = level_pages(h, 1) - 1
+        if n < 1:
+            corrupt_header(f"directory region with level_pages(1) - 1 = {n} entries")
+        hs = self.head_size = h.directory_head_size
+        if hs % 8 or not 8 <= hs <= 64:
+            corrupt_header(f"directory_head_size {hs} is not a multiple of 8 in 8..64")
+        p = self.p = h.directory_prefix_length
+        if p > MAX_KEY:
+            corrupt_header(f"directory_prefix_length {p} > 65536")
+        want = n * (hs + 8) + p
+        if h.directory_length != want:
+            corrupt_header(f"directory_length {h.directory_length}, expected {n} * "
+                           f"({hs} + 8) + {p} = {want}")
+        o = self.offset = h.directory_offset
+        self.region = data[o:o + h.directory_length]
+        self.locators = n * hs
+        self.prefix_at = n * (hs + 8)
+
+    def prefix(self):
+        return bytes(self.region[self.prefix_at:self.prefix_at + self.p])
+
+    def head(self, i):
+        o = i * self.head_size
+        return bytes(self.region[o:o + self.head_size])
+
+    def head_of(self, key):
+        """head(s) of 12.3 for a key that begins with the prefix: the
+        head_size bytes after the prefix, zero-padded."""
+        return (key[self.p:] + bytes(self.head_size))[:self.head_size]
+
+    def locator(self, i):
+        """(page, index, reserved) of locator i."""
+        o = self.locators + 8 * i
+        r = self.region
+        return u32(r, o), u16(r, o + 4), u16(r, o + 6)
+
+    def bisect(self, H, right):
+        """Number of heads < H (or <= H when `right`); heads are non-decreasing."""
+        lo, hi = 0, self.n
+        while lo < hi:
+            mid = (lo + hi) // 2
+            hd = self.head(mid)
+            if hd < H or (right and hd == H):
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
 
 
 # --------------------------------------------------------------------------
@@ -488,6 +579,17 @@ class Page:
         o = self.K + i * self.t
         return bytes(self.b[o:o + self.t])
 
+    def key(self, i):
+        """Key i of the page, in full (section 8.3), i < count."""
+        h, b = self.f.h, self.b
+        io = self.I + i * self.w
+        if h.key_kind == KEY_BYTES:
+            m = min(self.w, self.key_slot_length(i))
+            rem, _ = self.remainder(i)
+            return self.prefix() + bytes(b[io:io + m]) + rem
+        m = min(self.w, max(0, h.key_size - self.p))
+        return self.prefix() + bytes(b[io:io + m]) + self.tail(i)
+
     # -- whole keys and values (sections 8.3, 10) ---------------------------
 
     def decode(self, verify):
@@ -636,6 +738,8 @@ class BBTree:
         keys, values, leaf_of = [], [], []
         # bounds[lv][j] = (first key, last key) stored under page j of level lv
         bounds = []
+        # upper[x] = the separators of page x of level 2 and above (12.3)
+        upper = {}
         level_bounds = []
         rank = 0
         for j in range(h.leaf_count):
@@ -671,6 +775,8 @@ class BBTree:
                 x = h.level_first_page[lv] + j
                 pg = self.page(x, lv)
                 seps, _, spans = pg.decode(verify)
+                if lv >= 2 and h.directory is not None:
+                    upper[x] = seps
                 if verify:
                     pg.verify_layout(spans)
                     if pg.first_child != next_child:
@@ -700,8 +806,66 @@ class BBTree:
         if verify:
             self.verify_blob_tiling()
             self.verify_max_lengths(keys, values)
+            self.verify_directory(upper)
         self.collecting = False
         return keys, values, leaf_of
+
+    def inorder(self, upper):
+        """The in-order sequence of the upper separators (12.3), as
+        (page, index, separator), from the separators decoded by read_all."""
+        h = self.h
+        out = []
+
+        def walk(x, lv):  # recursion depth < height <= 32
+            if lv == 1:
+                return
+            pg = self.page(x, lv)
+            seps = upper[x]
+            first = h.level_first_page[lv - 1] + pg.first_child
+            for i in range(pg.count + 1):
+                walk(first + i, lv - 1)
+                if i < pg.count:
+                    out.append((x, i, seps[i]))
+
+        walk(h.root_page, h.height - 1)
+        return out
+
+    def verify_directory(self, upper):
+        """14.6: the directory region's checksum, padding and reserved
+        fields, and its entries against the in-order upper separators."""
+        h, d = self.h, self.h.directory
+        if d is None:
+            return
+        crc = crc32c(d.region)
+        if crc != h.directory_checksum:
+            corrupt(f"directory checksum 0x{h.directory_checksum:08x}, computed 0x{crc:08x}")
+        if h.minor_version <= KNOWN_MINOR:
+            if not is_zero(self.data[h.metadata_end:h.directory_offset]):
+                corrupt(f"padding [{h.metadata_end}, {h.directory_offset}) before the "
+                        "directory region is not zero")
+            for i in range(d.n):
+                if d.locator(i)[2] != 0:
+                    corrupt(f"directory entry {i}: locator reserved field not zero")
+        seq = self.inorder(upper)
+        if len(seq) != d.n:
+            corrupt(f"directory has {d.n} entries, the levels above level 1 hold "
+                    f"{len(seq)} separators")
+        prefix = d.prefix()
+        prev = None
+        for i, (x, j, sep) in enumerate(seq):
+            page, index, _ = d.locator(i)
+            if (page, index) != (x, j):
+                corrupt(f"directory entry {i}: locator (page {page}, index {index}), "
+                        f"the in-order separator {i} is (page {x}, index {j})")
+            if not sep.startswith(prefix):
+                corrupt(f"directory entry {i}: separator does not begin with the "
+                        f"directory's prefix of {d.p} bytes")
+            if d.head(i) != d.head_of(sep):
+                corrupt(f"directory entry {i}: head is not the {d.head_size} bytes "
+                        "of its separator after the prefix")
+            if prev is not None and not prev < sep:
+                corrupt(f"directory entries {i - 1} and {i}: separators not strictly ascending")
+            prev = sep
 
     def verify_blob_tiling(self):
         """12.1: every blob byte belongs to exactly one external item."""
@@ -729,9 +893,51 @@ class BBTree:
 
     # -- searches (section 13) ---------------------------------------------
 
-    def descend(self, q):
+    def directory_separator(self, i):
+        """The separator of directory entry i, through its locator, checked
+        as 14.2 says."""
+        h = self.h
+        page, index, _ = h.directory.locator(i)
+        lfp = h.level_first_page
+        if not lfp[2] <= page < h.page_count:
+            corrupt(f"directory entry {i}: page {page} is not in levels 2 to {h.height - 1}")
+        lv = 2
+        while lv < h.height - 1 and page >= lfp[lv + 1]:
+            lv += 1
+        try:
+            pg = self.page(page, lv)
+            if index >= pg.count:
+                corrupt(f"index {index} >= count {pg.count} of page {page}")
+            return pg.key(index)
+        except BadFile as e:
+            corrupt(f"directory entry {i}: {e.message}")
+
+    def directory_count(self, q):
+        """Number of directory separators <= q (12.3, 13.2)."""
+        d = self.h.directory
+        # The prefix that every separator begins with decides most probes.
+        P = d.prefix()
+        m = min(d.p, len(q))
+        if q[:m] != P[:m]:
+            return 0 if q[:m] < P[:m] else d.n
+        if len(q) < d.p:
+            return 0
+        H = d.head_of(q)
+        lo = d.bisect(H, False)
+        hi = d.bisect(H, True)
+        while lo < hi:  # ties: their separators ascend; find the first > q
+            mid = (lo + hi) // 2
+            if self.directory_separator(mid) <= q:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def descend(self, q, use_directory=True):
         h = self.h
         x, lv = h.root_page, h.height - 1
+        if use_directory and h.directory is not None:
+            x, lv = h.level_first_page[1] + self.directory_count(q), 1
         while lv > 0:
             pg = self.page(x, lv)
             i = pg.below(q, True)
@@ -744,8 +950,10 @@ class BBTree:
         return leaf.first_rank + leaf.below(q, inclusive), leaf
 
     def check_searches(self, keys, leaf_of, samples=400):
-        """Searches a sample of keys, and probes next to them, from the root,
-        and compares with the order given by the leaves (13.2, 13.5)."""
+        """Searches a sample of keys, and probes next to them, from the root
+        and (in a file with a directory) from level 1 by the directory, and
+        compares with each other and with the order given by the leaves
+        (13.2, 13.5)."""
         h = self.h
         n = len(keys)
         fixed = h.key_kind != KEY_BYTES
@@ -778,7 +986,45 @@ class BBTree:
             probes += [bytes(ks), b"\xff" * ks, b"\x80" + bytes(ks - 1)]
         else:
             probes += [b"", b"\xff" * 20]
+        d = h.directory
+        if d is not None:
+            # The directory's separators and their neighbours: ties of heads,
+            # and probes on either side of a boundary between level-1 pages.
+            e = d.p + d.head_size  # where a separator's head ends
+            for i in sorted(set(list(range(0, d.n, max(1, d.n // samples))) + [d.n - 1])):
+                sep = self.directory_separator(i)
+                probes.append(sep)
+                if fixed:
+                    v = int.from_bytes(sep, "big")
+                    for dv in (-1, 1):
+                        if 0 <= v + dv < 1 << (8 * ks):
+                            probes.append((v + dv).to_bytes(ks, "big"))
+                    probes.append(sep[:e] + b"\xff" * (ks - min(e, ks)))
+                    probes.append(sep[:e] + bytes(ks - min(e, ks)))
+                else:
+                    probes += [sep + b"\x00", sep[:-1], sep[:e] + b"\xff", sep[:e]]
+            # Probes against the prefix: a proper prefix of it, the prefix
+            # itself, and probes that differ from it at its last byte.
+            pre = d.prefix()
+            near = [pre, pre[:-1], pre[:d.p // 2]]
+            if pre:
+                last = pre[-1]
+                if last > 0:
+                    near.append(pre[:-1] + bytes([last - 1]) + b"\xff" * 4)
+                if last < 255:
+                    near.append(pre[:-1] + bytes([last + 1]))
+            for q in near:
+                if fixed:
+                    q = q[:ks]
+                    probes += [q + bytes(ks - len(q)), q + b"\xff" * (ks - len(q))]
+                else:
+                    probes += [q, q + b"\x00", q + b"\xff" * (d.head_size + 2)]
         for q in probes:
+            if d is not None:
+                by_dir, by_root = self.descend(q), self.descend(q, use_directory=False)
+                if by_dir.x != by_root.x:
+                    corrupt(f"probe {q.hex()}: the directory gives leaf {by_dir.x}, "
+                            f"the descent from the root leaf {by_root.x}")
             for inclusive in (False, True):
                 want = (bisect.bisect_right if inclusive else bisect.bisect_left)(keys, q)
                 got, _ = self.rank(q, inclusive)

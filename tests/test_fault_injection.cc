@@ -3,7 +3,9 @@
 //   - a byte of page P (page 0 is the header and the rest of its page): page P;
 //   - a byte of the blob region: the page holding the item's external record,
 //     whose item checksum no longer matches;
-//   - a byte of the metadata region: the metadata region (no page).
+//   - a byte of the metadata region: the metadata region (no page);
+//   - a byte of the directory region or of the padding before it: the
+//     directory region.
 // And on every flipped file the reader's queries end, with an answer or
 // with bbtree::error, never a crash or an endless loop (run this under
 // ASan to see out-of-bounds reads).
@@ -58,6 +60,11 @@ std::vector<expected_place> expected_places(const std::string& file) {
        offset < info.metadata_offset + info.metadata_length; ++offset) {
     places[offset] = {verify_region::metadata, 0};
   }
+  // The directory's bytes, and the padding before it: the rest of the file.
+  for (std::uint64_t offset = pages_end + info.blob_length + info.metadata_length;
+       offset < info.file_size; ++offset) {
+    places[offset] = {verify_region::directory, 0};
+  }
   return places;
 }
 
@@ -69,6 +76,8 @@ std::string place_name(const expected_place& place) {
       return "the blob region";
     case verify_region::metadata:
       return "the metadata region";
+    case verify_region::directory:
+      return "the directory region";
   }
   return "?";
 }
@@ -258,6 +267,34 @@ TEST_CASE("a sample of single-bit flips of a larger file", "[verify][faults]") {
   for (int flip = 0; flip < 10000; ++flip) {
     const std::uint64_t offset = random() % file.size();
     check_flip(file, offset, static_cast<unsigned>(random() % 8), places[offset], probes);
+  }
+  REQUIRE(verify_string(file).ok());
+}
+
+TEST_CASE("every single-bit flip of a directory and its header fields is found",
+          "[verify][faults][directory]") {
+  // Path-like keys in a tree of three levels, so that the file ends in a
+  // directory region.
+  const shape kinds{key_kind::bytes, 0, value_kind::bytes, 0, 512};
+  model entries;
+  for (int i = 0; i < 1500; ++i)
+    entries[fmt::format("/srv/www/site/{}/page-{}.html", i % 37, i * 13)] = std::to_string(i);
+  std::string file = build_bytes(kinds, entries, {{"m", "v"}});
+  const reader clean = reader::from_memory(as_bytes(file));
+  const file_info& info = clean.info();
+  REQUIRE(info.directory_length > 0);
+  const std::uint64_t regions_end =
+      std::uint64_t{info.page_count} * info.page_size + info.blob_length + info.metadata_length;
+  REQUIRE(regions_end < info.directory_offset);  // some padding, too
+  const std::vector<expected_place> places = expected_places(file);
+  std::mt19937_64 random(23);
+  const std::vector<std::string> probes = sample_probes(kinds, entries, 6, random);
+  for (std::uint64_t offset = regions_end; offset < file.size(); ++offset) {
+    for (unsigned bit = 0; bit < 8; ++bit) check_flip(file, offset, bit, places[offset], probes);
+  }
+  for (std::uint64_t offset = format::header::directory_offset_offset;
+       offset < format::header::level_table_offset; ++offset) {
+    for (unsigned bit = 0; bit < 8; ++bit) check_flip(file, offset, bit, places[offset], probes);
   }
   REQUIRE(verify_string(file).ok());
 }

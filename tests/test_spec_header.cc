@@ -156,6 +156,9 @@ struct header_fields {
   std::uint32_t metadata_checksum = 0, build_flags = 0, inline_limit = 0, prefix_cap = 0;
   std::uint64_t file_size = 0;
   std::uint32_t max_key_length = 0, max_value_length = 0;
+  bool has_directory = false;
+  std::uint64_t directory_offset = 0, directory_length = 0;
+  std::uint32_t directory_checksum = 0, directory_head_size = 0, directory_prefix_length = 0;
   std::uint32_t level_first_page[32] = {};
 
   std::uint32_t level_pages(std::uint32_t level) const {
@@ -173,10 +176,11 @@ header_fields check_header(const std::string& file) {
       8);
   CHECK(file.substr(0, 8) == magic);
   CHECK(u16(file, 8) == 1);     // major_version
-  CHECK(u16(file, 10) == 1);    // minor_version
+  CHECK(u16(file, 10) == 2);    // minor_version
   CHECK(u32(file, 12) == 512);  // header_size
-  CHECK(u64(file, 16) == 0);    // required_features
-  CHECK(u64(file, 24) == 0);    // optional_features
+  const std::uint64_t required_features = u64(file, 16);
+  CHECK(required_features <= 1);  // bit 0: the directory region (section 12.3)
+  CHECK(u64(file, 24) == 0);      // optional_features
 
   header_fields h;
   h.page_size = u32(file, 32);
@@ -201,6 +205,12 @@ header_fields check_header(const std::string& file) {
   h.file_size = u64(file, 128);
   h.max_key_length = u32(file, 136);
   h.max_value_length = u32(file, 140);
+  h.has_directory = (required_features & 1) != 0;
+  h.directory_offset = u64(file, 144);
+  h.directory_length = u64(file, 152);
+  h.directory_checksum = u32(file, 160);
+  h.directory_head_size = u32(file, 164);
+  h.directory_prefix_length = u32(file, 168);
   for (std::uint32_t level = 0; level < 32; ++level)
     h.level_first_page[level] = u32(file, 256 + 4 * level);
 
@@ -210,7 +220,8 @@ header_fields check_header(const std::string& file) {
   // Reserved bytes are zero, and so is the rest of page 0.
   CHECK(all_zero(file, 38, 40));
   CHECK(all_zero(file, 76, 80));
-  CHECK(all_zero(file, 144, 256));
+  // Bytes 144 to 171 hold the directory's fields when bit 0 is set.
+  CHECK(all_zero(file, required_features & 1 ? 172 : 144, 256));
   CHECK(all_zero(file, 384, 508));
 
   // page_size: a power of two in 512..65536.
@@ -270,7 +281,27 @@ header_fields check_header(const std::string& file) {
     CHECK(h.metadata_checksum ==
           crc(file, h.metadata_offset, h.metadata_offset + h.metadata_length));
   }
-  CHECK(h.file_size == blob_end + h.metadata_length);
+  const std::uint64_t regions_end = blob_end + h.metadata_length;
+  if (h.has_directory) {
+    // Section 12.3: after zero padding to a multiple of 64, ending the file,
+    // with n = level_pages(1) - 1 entries of a head and an 8-byte locator,
+    // then the prefix.
+    REQUIRE(h.height >= 3);
+    const std::uint64_t entries = h.level_pages(1) - 1;
+    CHECK(entries >= 1);
+    CHECK(h.directory_offset == (regions_end + 63) / 64 * 64);
+    CHECK(all_zero(file, regions_end, h.directory_offset));
+    CHECK(h.directory_head_size % 8 == 0);
+    CHECK((h.directory_head_size >= 8 && h.directory_head_size <= 64));
+    CHECK(h.directory_prefix_length <= 65536);
+    CHECK(h.directory_length == entries * (h.directory_head_size + 8) + h.directory_prefix_length);
+    REQUIRE(h.directory_offset + h.directory_length <= file.size());
+    CHECK(h.directory_checksum ==
+          crc(file, h.directory_offset, h.directory_offset + h.directory_length));
+    CHECK(h.file_size == h.directory_offset + h.directory_length);
+  } else {
+    CHECK(h.file_size == regions_end);
+  }
   CHECK(h.file_size == file.size());
 
   // build_flags: bits 3-31 reserved, duplicate policy 0..2.
@@ -709,14 +740,14 @@ TEST_CASE("spec 17.1: the worked u64 -> u64 example is byte-exact", "[spec]") {
 
   const std::string header =
       image(512, {
-                     {0x000, "89 42 42 54 52 45 45 0a 01 00 01 00 00 02 00 00"},
+                     {0x000, "89 42 42 54 52 45 45 0a 01 00 02 00 00 02 00 00"},
                      {0x020, "00 02 00 00 01 01 00 00 08 00 00 00 08 00 00 00"},
                      {0x030, "03 00 00 00 00 00 00 00 01 00 00 00 01 00 00 00"},
                      {0x040, "01 00 00 00 01 00 00 00 02 00 00 00 00 00 00 00"},
                      {0x070, "00 00 00 00 00 00 00 00 40 00 00 00 40 00 00 00"},
                      {0x080, "00 04 00 00 00 00 00 00 08 00 00 00 08 00 00 00"},
                      {0x100, "01 00 00 00"},
-                     {0x1f0, "00 00 00 00 00 00 00 00 00 00 00 00 7e db 41 59"},
+                     {0x1f0, "00 00 00 00 00 00 00 00 00 00 00 00 35 80 65 80"},
                  });
   const std::string leaf =
       image(512, {
@@ -727,7 +758,7 @@ TEST_CASE("spec 17.1: the worked u64 -> u64 example is byte-exact", "[spec]") {
                      {0x040, "2c 01 00 00 00 00 00 00"},
                  });
   // The example's own checksums are consistent with section 4.
-  CHECK(bbtree::format::crc32c(header.data(), 508) == 0x5941DB7Eu);
+  CHECK(bbtree::format::crc32c(header.data(), 508) == 0x80658035u);
   CHECK(bbtree::format::crc32c(leaf.data() + 4, 508) == 0xEF659497u);
 
   CHECK(bytes.substr(0, 512) == header);
@@ -972,4 +1003,138 @@ TEST_CASE("spec 2: an empty index has one empty leaf", "[spec]") {
   CHECK(u32(bytes, leaf + 24) == 32);  // heap_end: every section is empty
   CHECK(all_zero(bytes, leaf + 32, leaf + 4096));
   decode_file(bytes);
+}
+
+// --- The directory region: FORMAT.md sections 12.3 and 15.7 ------------------
+
+namespace {
+
+struct upper_separator {
+  std::uint32_t page = 0, index = 0;
+  std::string key;
+};
+
+// inorder(page) of section 12.3: the separators of levels 2 and above in key
+// order, each after the subtree on its left.
+void inorder(const decoded_file& f, std::uint32_t number, std::vector<upper_separator>& out) {
+  const page_info& page = f.pages.at(number);
+  if (page.level <= 1) return;
+  const std::uint32_t first_child = f.h.level_first_page[page.level - 1] + page.first_child;
+  for (std::uint32_t i = 0; i <= page.count; ++i) {
+    inorder(f, first_child + i, out);
+    if (i < page.count) out.push_back({number, i, page.keys[i]});
+  }
+}
+
+// The count c of section 12.3, computed as the spec says a reader may:
+// from the prefix, the heads, and full separators for the ties only.
+std::uint64_t directory_count(const std::string& file, const header_fields& h,
+                              const std::vector<upper_separator>& separators,
+                              const std::string& q) {
+  const std::uint64_t n = h.level_pages(1) - 1;
+  const std::uint64_t hs = h.directory_head_size;
+  const std::uint64_t p = h.directory_prefix_length;
+  const std::string prefix = file.substr(h.directory_offset + n * (hs + 8), p);
+  const std::size_t m = std::min<std::size_t>(p, q.size());
+  const int order = q.compare(0, m, prefix, 0, m);
+  if (order < 0 || (order == 0 && q.size() < p)) return 0;
+  if (order > 0) return n;
+  std::string probe_head = q.substr(p, hs);
+  probe_head.resize(hs, '\0');
+  std::uint64_t below = 0, ties_at_most = 0;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const std::string head = file.substr(h.directory_offset + i * hs, hs);
+    if (head < probe_head) {
+      ++below;
+    } else if (head == probe_head) {
+      const std::uint64_t locator = h.directory_offset + n * hs + 8 * i;
+      const upper_separator& named = separators.at(i);
+      REQUIRE(u32(file, locator) == named.page);
+      REQUIRE(u16(file, locator + 4) == named.index);
+      if (named.key <= q) ++ties_at_most;
+    }
+  }
+  return below + ties_at_most;
+}
+
+// Every rule of section 12.3 and the builder policy of 15.7 on a decoded
+// file, and the count against a descent's answer for each probe.
+void check_directory(const std::string& file, const decoded_file& f,
+                     const std::vector<std::string>& probes) {
+  const header_fields& h = f.h;
+  REQUIRE(h.has_directory);
+  const std::uint64_t n = h.level_pages(1) - 1;
+  const std::uint64_t hs = h.directory_head_size;
+  const std::uint64_t p = h.directory_prefix_length;
+  CHECK(hs == 32);  // section 15.7
+  std::vector<upper_separator> separators;
+  inorder(f, h.root_page, separators);
+  REQUIRE(separators.size() == n);
+  const std::string prefix = file.substr(h.directory_offset + n * (hs + 8), p);
+  CHECK(p == lcp(separators.front().key, separators.back().key));  // section 15.7
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const upper_separator& separator = separators[i];
+    if (i > 0) CHECK(separators[i - 1].key < separator.key);
+    // Entry i lies between level-1 pages i and i + 1.
+    const std::uint32_t left = h.level_first_page[1] + static_cast<std::uint32_t>(i);
+    CHECK(last_key_under(f, left) < separator.key);
+    CHECK(separator.key <= first_key_under(f, left + 1));
+    const std::uint64_t locator = h.directory_offset + n * hs + 8 * i;
+    CHECK(u32(file, locator) == separator.page);
+    CHECK(u16(file, locator + 4) == separator.index);
+    CHECK(u16(file, locator + 6) == 0);
+    REQUIRE(separator.key.compare(0, p, prefix) == 0);
+    std::string head = separator.key.substr(p, hs);
+    head.resize(hs, '\0');
+    CHECK(file.substr(h.directory_offset + i * hs, hs) == head);
+  }
+  std::uint64_t tied_heads = 0;
+  for (std::uint64_t i = 1; i < n; ++i) {
+    tied_heads += file.compare(h.directory_offset + i * hs, hs, file,
+                               h.directory_offset + (i - 1) * hs, hs) == 0;
+  }
+  CHECK(tied_heads > 0);  // the callers' keys make some
+  // The count gives the level-1 page whose keys the probe falls among.
+  for (const std::string& q : probes) {
+    const std::uint64_t c = directory_count(file, h, separators, q);
+    const auto at_most = std::count_if(separators.begin(), separators.end(),
+                                       [&q](const upper_separator& s) { return s.key <= q; });
+    CHECK(c == static_cast<std::uint64_t>(at_most));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("spec 12.3 and 15.7: the directory region", "[spec]") {
+  temp_file file("directory");
+  // Keys of one site, so that every separator shares a long prefix, some
+  // differing only past 32 bytes after it, so that heads tie.
+  const std::string site = "https://www.example.com/archive/";
+  std::vector<std::string> keys;
+  for (int i = 0; i < 3000; ++i) {
+    const std::string number = std::to_string(1000000 + i * 7);
+    keys.push_back(site + number + "/index.html");
+    keys.push_back(site + "deep/" + std::string(60, 'y') + number);
+  }
+  std::sort(keys.begin(), keys.end());
+  {
+    bbtree::builder builder(file.path(),
+                            options_for(bbtree::key_kind::bytes, bbtree::value_kind::u64, 512));
+    std::uint64_t value = 0;
+    for (const std::string& key : keys) builder.add(key, bbtree::u64_value(value++));
+    builder.finish();
+  }
+  const std::string bytes = read_all(file.path());
+  const decoded_file f = decode_file(bytes);
+  REQUIRE(f.h.height >= 3);
+  CHECK(u16(bytes, 10) == 2);
+  CHECK(u64(bytes, 16) == 1);
+  CHECK(f.h.directory_prefix_length >= site.size());
+  std::vector<std::string> probes = {"", "a", "https://", site, "zzz", site + "~"};
+  for (std::size_t i = 0; i < keys.size(); i += 37) {
+    probes.push_back(keys[i]);
+    probes.push_back(keys[i] + '\0');
+    probes.push_back(keys[i].substr(0, keys[i].size() - 1));
+  }
+  check_directory(bytes, f, probes);
 }

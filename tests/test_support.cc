@@ -38,10 +38,11 @@ std::vector<std::string> scratch_directory::names() const {
 std::string shape::describe() const {
   static const char* key_names[] = {"?", "u64", "i64", "fixed", "bytes"};
   static const char* value_names[] = {"none", "u64", "fixed", "bytes"};
-  return fmt::format("{}{}->{}{} page {}", key_names[static_cast<int>(keys)],
+  return fmt::format("{}{}->{}{} page {}{}", key_names[static_cast<int>(keys)],
                      keys == key_kind::fixed ? fmt::format(":{}", key_size) : "",
                      value_names[static_cast<int>(values)],
-                     values == value_kind::fixed ? fmt::format(":{}", value_size) : "", page_size);
+                     values == value_kind::fixed ? fmt::format(":{}", value_size) : "", page_size,
+                     directory ? "" : " no directory");
 }
 
 build_options options_for(const shape& kinds) {
@@ -51,6 +52,7 @@ build_options options_for(const shape& kinds) {
   options.values = kinds.values;
   options.value_size = kinds.value_size;
   options.page_size = kinds.page_size;
+  options.directory = kinds.directory;
   options.sync = false;
   return options;
 }

@@ -42,6 +42,7 @@ struct shape {
   value_kind values = value_kind::bytes;
   std::uint32_t value_size = 0;
   std::uint32_t page_size = format::default_page_size;
+  bool directory = true;  // build_options::directory
   std::string describe() const;
 };
 

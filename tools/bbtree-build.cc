@@ -233,6 +233,10 @@ int main(int argc, char** argv) {
   app.add_option("--page-size", page_size, "Page size in bytes: a power of two, 512 to 65536")
       ->check(whole_number())
       ->capture_default_str();
+  bool no_directory = false;
+  app.add_flag("--no-directory", no_directory,
+               "Write no directory region (spec/FORMAT.md, section 12.3): a file that readers of "
+               "format 1.0 and 1.1 can open, with slower lookups of byte-string keys");
   app.add_option("--metadata", metadata,
                  "KEY=VALUE stored in the file (escapes as in tsv); may be repeated");
   app.add_option("--memory", memory,
@@ -272,6 +276,7 @@ int main(int argc, char** argv) {
     options.values = types.values;
     options.value_size = types.value_size;
     options.page_size = page_size;
+    options.directory = !no_directory;
     options.duplicates = duplicates == "first"  ? duplicate_policy::keep_first
                          : duplicates == "last" ? duplicate_policy::keep_last
                                                 : duplicate_policy::error;

@@ -30,7 +30,7 @@ constexpr std::string_view exit_statuses =
      directory, no permission); this wins over 1
 
 Each problem is printed as `FILE: page P (offset X): WHAT` (or `blob
-region` / `metadata` instead of the page), where X is the offset in the
+region` / `metadata` / `directory` instead of the page), where X is the offset in the
 file of the first byte found wrong; page 0 is the header.  A good file gets
 one line: `FILE: ok (N entries, S bytes, H levels, P pages)`.  --json prints
 one JSON document instead: {"ok": BOOL, "files": [{"name", "ok", "entries",
@@ -90,6 +90,8 @@ const char* region_name(verify_region region) {
       return "blob";
     case verify_region::metadata:
       return "metadata";
+    case verify_region::directory:
+      return "directory";
   }
   return "page";
 }

@@ -45,6 +45,12 @@ struct build_options {
   bool sync = true;        // fsync the file and its directory before publishing
   // Recorded in the header's build flags; sorting_builder sets it.
   bool input_unsorted = false;
+  // Write the directory region (spec/FORMAT.md, section 12.3) where it
+  // serves lookups: keys not searched as integers (byte strings, fixed keys
+  // over 8 bytes) in a tree of 3 or more levels.  A file with one is format
+  // 1.2 and readers of 1.0 and 1.1 refuse it (unsupported_feature); turn it
+  // off to write files they can read.
+  bool directory = true;
   // User metadata, stored in the file; keys must be unique.
   std::vector<std::pair<std::string, std::string>> metadata;
 };
@@ -82,7 +88,7 @@ class builder {
   std::uint64_t entries_added() const noexcept;
   // The size the file has reached: the header page, every page closed so
   // far at any level, and the blob region.  finish() adds the open pages
-  // (one per level) and the metadata.  For cutting output into files of a
+  // (one per level), the metadata and the directory.  For cutting output into files of a
   // given size (shards.h).
   std::uint64_t bytes_written() const noexcept;
   const std::filesystem::path& destination() const noexcept;

@@ -87,6 +87,12 @@ struct file_info {
   std::uint64_t file_size = 0;
   std::uint32_t max_key_length = 0;
   std::uint32_t max_value_length = 0;
+  // The directory region (format 1.2); all 0 when the file has none.
+  std::uint64_t directory_offset = 0;
+  std::uint64_t directory_length = 0;
+  std::uint32_t directory_checksum = 0;
+  std::uint32_t directory_head_size = 0;
+  std::uint32_t directory_prefix_length = 0;
 };
 
 // One end of a key range.

@@ -8,7 +8,8 @@
 // checksums, the page numbers that catch moved pages, padding and reserved
 // fields, key order within and across pages, separators against the leaves
 // they divide, the first_rank and first_child chains, slots and the heap,
-// the blob region, the metadata region and the header's totals.
+// the blob region, the metadata region, the directory region and the
+// header's totals.
 //
 // Verification never reads outside the bytes, never loops without bound and
 // stops after max_errors problems.  It reads each page once, the inner
@@ -43,8 +44,8 @@ struct verify_options {
 };
 
 // Where a problem lies: a page (page 0 is the file header), or one of the
-// regions after the pages.
-enum class verify_region : std::uint8_t { page, blob, metadata };
+// regions after the pages (the directory's includes the padding before it).
+enum class verify_region : std::uint8_t { page, blob, metadata, directory };
 
 struct verify_problem {
   verify_region region = verify_region::page;
@@ -69,8 +70,8 @@ struct verify_report {
   bool ok() const noexcept { return problems.empty(); }
 };
 
-// "FILE: page P (offset X): MESSAGE", "FILE: blob region (offset X): ..."
-// or "FILE: metadata (offset X): ...".
+// "FILE: page P (offset X): MESSAGE", "FILE: blob region (offset X): ...",
+// "FILE: metadata (offset X): ..." or "FILE: directory (offset X): ...".
 std::string format_problem(const verify_report& report, const verify_problem& problem);
 
 // Maps `path` and verifies it.  A file that is not a bbtree file, is

@@ -14,6 +14,7 @@
 // header and publishes the file atomically.
 #include <bbtree/builder.h>
 
+#include "directory_builder.h"
 #include "file_io.h"
 #include "key_compare.h"
 
@@ -701,7 +702,9 @@ class builder::impl {
                default_prefix_cap(options_.page_size)},
         staged_(std::move(destination), options_.overwrite),
         page_buffer_(options_.page_size),
-        keep_last_(options_.duplicates == duplicate_policy::keep_last) {
+        keep_last_(options_.duplicates == duplicate_policy::keep_last),
+        writes_directory_(options_.directory &&
+                          (shape_.keys == key_kind::bytes || shape_.key_size > 8)) {
     output_buffer_.reserve(output_flush_size + options_.page_size);
     // Page 0 is written last, over these zeros.  It starts the output, so
     // that every write begins at a multiple of output_flush_size.
@@ -957,7 +960,7 @@ class builder::impl {
     detail::open_page& leaf = levels_[0];
     std::optional<std::string> separator = make_separator(leaf.last_key(), key);
     close_leaf();
-    add_child(1, std::exchange(pending_separator_[0], std::move(separator)));
+    add_child(1, std::exchange(pending_separator_[0], std::move(separator)), 0);
   }
 
   // bytes_written() leaves out what the last entry added (its value in the
@@ -1001,8 +1004,10 @@ class builder::impl {
 
   // A page at level - 1 was written; it becomes the next child of the open
   // page at `level`, with `separator` (absent for the first page of a level)
-  // between it and the previous child.
-  void add_child(std::size_t level, std::optional<std::string> separator) {
+  // between it and the previous child.  Above level 1, `level1_right` is the
+  // level-1 page the separator begins, for the directory.
+  void add_child(std::size_t level, std::optional<std::string> separator,
+                 std::uint32_t level1_right) {
     if (level >= max_height) {
       throw error(errc::invalid_argument,
                   fmt::format("the tree would be over {} levels high", max_height));
@@ -1014,9 +1019,19 @@ class builder::impl {
       return;  // the first page of the level below: no separator before it
     }
     detail::open_page& node = levels_[level];
-    if (separator && node.try_append(*separator, detail::stored_value{})) return;
+    const std::uint32_t index = node.count();
+    if (separator && node.try_append(*separator, detail::stored_value{})) {
+      if (level >= 2 && writes_directory_) {
+        directory_.add(*separator, level1_right, static_cast<std::uint32_t>(level),
+                       pages_in_level(level), index);
+      }
+      return;
+    }
     close_inner(level);
-    add_child(level + 1, std::exchange(pending_separator_[level], std::move(separator)));
+    // A separator that closed a level-1 page begins the next one.
+    if (level == 1) level1_right = pages_in_level(1);
+    add_child(level + 1, std::exchange(pending_separator_[level], std::move(separator)),
+              std::exchange(pending_level1_right_[level], level1_right));
     first_child_[level] = child_index;
   }
 
@@ -1062,7 +1077,7 @@ class builder::impl {
     close_leaf();
     std::size_t root_level = 0;
     if (pages_in_level(0) > 1) {
-      add_child(1, std::exchange(pending_separator_[0], std::nullopt));
+      add_child(1, std::exchange(pending_separator_[0], std::nullopt), 0);
       for (std::size_t level = 1;; ++level) {
         const bool is_root = pages_in_level(level) == 0;
         close_inner(level);
@@ -1070,7 +1085,8 @@ class builder::impl {
           root_level = level;
           break;
         }
-        add_child(level + 1, std::exchange(pending_separator_[level], std::nullopt));
+        add_child(level + 1, std::exchange(pending_separator_[level], std::nullopt),
+                  pending_level1_right_[level]);
       }
     }
 
@@ -1119,6 +1135,20 @@ class builder::impl {
       file_size += metadata.size();
     }
 
+    // The directory, when the tree has levels above level 1: after zeros up
+    // to a multiple of 64 bytes (format::directory::region_offset).
+    detail::directory_builder::region directory;
+    std::uint64_t directory_offset = 0;
+    if (writes_directory_ && root_level >= 2) {
+      directory = directory_.encode(level_first_page, pages_in_level(1));
+      directory_offset = format::directory::region_offset(file_size);
+      const std::string padding(directory_offset - file_size, '\0');
+      detail::write_all(staged_.fd(), padding.data(), padding.size(), staged_.destination());
+      detail::write_all(staged_.fd(), directory.bytes.data(), directory.bytes.size(),
+                        staged_.destination());
+      file_size = directory_offset + directory.bytes.size();
+    }
+
     std::vector<unsigned char> header_page(options_.page_size, 0);
     unsigned char* h = header_page.data();
     std::memcpy(h + header::magic_offset, magic, sizeof(magic));
@@ -1150,6 +1180,15 @@ class builder::impl {
     store_le<std::uint32_t>(h + header::inline_limit_offset, shape_.inline_limit);
     store_le<std::uint32_t>(h + header::prefix_cap_offset, shape_.prefix_cap);
     store_le<std::uint64_t>(h + header::file_size_offset, file_size);
+    if (!directory.bytes.empty()) {
+      store_le<std::uint64_t>(h + header::required_features_offset, format::feature::directory);
+      store_le<std::uint64_t>(h + header::directory_offset_offset, directory_offset);
+      store_le<std::uint64_t>(h + header::directory_length_offset, directory.bytes.size());
+      store_le<std::uint32_t>(h + header::directory_checksum_offset,
+                              crc32c(directory.bytes.data(), directory.bytes.size()));
+      store_le<std::uint32_t>(h + header::directory_head_size_offset, directory.head_size);
+      store_le<std::uint32_t>(h + header::directory_prefix_length_offset, directory.prefix_length);
+    }
     // Fixed sizes are not tracked entry by entry.
     const std::uint64_t max_key_length =
         shape_.key_size != 0 && accepted_ > 0 ? shape_.key_size : max_key_length_;
@@ -1201,6 +1240,8 @@ class builder::impl {
   std::uint64_t closed_pages_ = 0;  // the sum of level_page_counts_
   std::array<std::uint32_t, max_height + 1> first_child_{};
   std::array<std::optional<std::string>, max_height + 1> pending_separator_{};
+  // Above level 1: the level-1 page each pending separator begins.
+  std::array<std::uint32_t, max_height + 1> pending_level1_right_{};
   std::vector<detail::scratch_file> inner_files_;
   detail::scratch_file blob_;
   std::uint64_t leaf_first_rank_ = 0;
@@ -1212,6 +1253,9 @@ class builder::impl {
   std::uint64_t size_before_entry_number_ = ~std::uint64_t{0};
   std::uint64_t size_before_entry_ = 0;
   bool keep_last_;
+  // Keys searched as integers never use a directory (spec/FORMAT.md, section 15).
+  bool writes_directory_;
+  detail::directory_builder directory_;
   entry_path entry_path_ = entry_path::general;
   // keep_last: the entry held back.
   std::string pending_key_;

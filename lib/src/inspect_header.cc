@@ -75,6 +75,11 @@ void write_header(const reader& file, std::ostream& out) {
   field("file_size", info.file_size);
   field("max_key_length", info.max_key_length);
   field("max_value_length", info.max_value_length);
+  field("directory_offset", info.directory_offset);
+  field("directory_length", info.directory_length);
+  hex_field("directory_checksum", info.directory_checksum, 8);
+  field("directory_head_size", info.directory_head_size);
+  field("directory_prefix_length", info.directory_prefix_length);
   std::string levels;
   for (std::uint32_t level = 0; level < info.height && level < format::max_height; ++level) {
     fmt::format_to(

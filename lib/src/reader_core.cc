@@ -7,7 +7,12 @@
 
 #include <fmt/format.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 namespace bbtree::detail {
@@ -47,6 +52,16 @@ BBTREE_FIRST_ANSWER reader_core::reader_core(std::string name, const unsigned ch
                                              const unsigned char* header_copy)
     : name_(std::move(name)), base_(base), size_(size), holder_(std::move(holder)) {
   validate_header(header_copy != nullptr ? header_copy : base);
+  if (directory_entries_ != 0) {
+    namespace directory = format::directory;
+    directory_heads_ = base_ + info_.directory_offset;
+    directory_locators_ =
+        directory_heads_ + directory::locators_offset(directory_entries_, directory_head_size_);
+    directory_prefix_ = std::string_view(
+        reinterpret_cast<const char*>(
+            directory_heads_ + directory::prefix_offset(directory_entries_, directory_head_size_)),
+        info_.directory_prefix_length);
+  }
   decode_upper_pages();
 }
 
@@ -194,10 +209,35 @@ BBTREE_FIRST_ANSWER void reader_core::validate_header(const unsigned char* heade
   // The blob region follows the pages, the metadata region follows the
   // blob region, and together they end the file.  Lengths are compared
   // with what is left of file_size, so nothing here overflows.
-  const std::uint64_t after_pages = info_.file_size - pages_end;
+  // With a directory, it ends the file, and the other regions end at most
+  // 63 bytes of padding before it (format::directory::region_offset).
+  const bool has_directory = (info_.required_features & format::feature::directory) != 0;
+  std::uint64_t regions_end = info_.file_size;
+  if (has_directory) {
+    info_.directory_offset = load_le<std::uint64_t>(h + header::directory_offset_offset);
+    info_.directory_length = load_le<std::uint64_t>(h + header::directory_length_offset);
+    info_.directory_checksum = load_le<std::uint32_t>(h + header::directory_checksum_offset);
+    info_.directory_head_size = load_le<std::uint32_t>(h + header::directory_head_size_offset);
+    info_.directory_prefix_length =
+        load_le<std::uint32_t>(h + header::directory_prefix_length_offset);
+    const bool placed = info_.directory_length != 0 &&
+                        info_.directory_length <= info_.file_size - pages_end &&
+                        info_.directory_offset == info_.file_size - info_.directory_length &&
+                        info_.directory_offset % format::directory::alignment == 0;
+    if (!placed) {
+      fail(errc::corrupt_header,
+           fmt::format("corrupt header: a directory region of {} bytes at offset {} does not "
+                       "end the file",
+                       info_.directory_length, info_.directory_offset));
+    }
+    regions_end = info_.directory_offset;
+  }
+  const std::uint64_t after_pages = regions_end - pages_end;
+  const std::uint64_t padding = has_directory ? format::directory::alignment - 1 : 0;
   const bool regions_ok =
       info_.blob_length <= after_pages &&
-      info_.metadata_length == after_pages - info_.blob_length &&
+      info_.metadata_length <= after_pages - info_.blob_length &&
+      after_pages - info_.blob_length - info_.metadata_length <= padding &&
       info_.blob_offset == (info_.blob_length == 0 ? 0 : pages_end) &&
       info_.metadata_offset == (info_.metadata_length == 0 ? 0 : pages_end + info_.blob_length);
   if (!regions_ok) {
@@ -233,6 +273,30 @@ BBTREE_FIRST_ANSWER void reader_core::validate_header(const unsigned char* heade
     fail(errc::corrupt_header,
          "corrupt header: level table disagrees with the root page or leaf count");
   }
+  if (has_directory) {
+    // One entry a boundary between level-1 pages, each a head and a
+    // locator, then the prefix: nothing else may fill the region.
+    namespace directory = format::directory;
+    const std::uint64_t entries =
+        info_.height >= 3 ? level_end_page(1) - level_first_page_[1] - 1 : 0;
+    const bool shaped =
+        entries != 0 && directory::is_valid_head_size(info_.directory_head_size) &&
+        info_.directory_prefix_length <= directory::max_prefix_length &&
+        info_.directory_length == directory::region_length(entries, info_.directory_head_size,
+                                                           info_.directory_prefix_length);
+    if (!shaped) {
+      fail(errc::corrupt_header,
+           fmt::format("corrupt header: a directory region of {} bytes with heads of {} bytes and "
+                       "a prefix of {} for a tree of height {} with {} boundaries between level-1 "
+                       "pages",
+                       info_.directory_length, info_.directory_head_size,
+                       info_.directory_prefix_length, info_.height, entries));
+    }
+    directory_entries_ = static_cast<std::uint32_t>(entries);
+    directory_head_size_ = info_.directory_head_size;
+    // Keys searched as integers have a faster path than the directory.
+    directory_lookups_ = !integer_keys();
+  }
   prefix_limit_ =
       info_.keys == key_kind::bytes ? info_.page_size : std::min(info_.key_size, info_.page_size);
   if (info_.height >= 3) {
@@ -263,6 +327,15 @@ void reader_core::diagnose_page(const page_view& view, int expected_level) const
 }
 
 namespace {
+
+// The bytes of key `index` that its inline key holds: inline keys are
+// big-endian integers of inline_width bytes, of which a key uses at most
+// its suffix length.
+std::string_view inline_bytes(const page_view& page, std::uint32_t index,
+                              std::uint32_t suffix_length, unsigned char (&buffer)[8]) {
+  format::store_be(buffer, page.inline_key(index) << (8 * (8 - page.inline_width)));
+  return {reinterpret_cast<const char*>(buffer), std::min(suffix_length, page.inline_width)};
+}
 
 // An item in the blob region, through its external record in the heap.
 [[gnu::noinline]] item_view resolve_external(const reader_core& core, const page_view& page,
@@ -375,14 +448,8 @@ BBTREE_FIRST_ANSWER std::string_view reader_core::value(const page_view& leaf,
 void reader_core::append_key(const page_view& page, std::uint32_t index, std::string& out) const {
   out.append(page.prefix());
   const std::uint32_t suffix_length = key_suffix_length(page, index);
-  unsigned char inline_bytes[8];
-  std::uint64_t inline_key = page.inline_key(index);
-  // Inline keys are big-endian integers of inline_width bytes.
-  for (std::uint32_t i = 0; i < page.inline_width; ++i) {
-    inline_bytes[page.inline_width - 1 - i] = static_cast<unsigned char>(inline_key >> (8 * i));
-  }
-  out.append(reinterpret_cast<const char*>(inline_bytes),
-             std::min(suffix_length, page.inline_width));
+  unsigned char buffer[8];
+  out.append(inline_bytes(page, index, suffix_length, buffer));
   if (suffix_length > page.inline_width) out.append(key_remainder(page, index).bytes);
 }
 
@@ -742,12 +809,229 @@ std::uint32_t reader_core::inner_step(std::string_view key, std::uint32_t level,
   return static_cast<std::uint32_t>(child);
 }
 
+namespace {
+
+// A directory probe: the first head-size bytes of what follows the
+// directory's prefix in the key, zero-padded as the builder pads heads.
+template <std::uint32_t HeadWords>
+struct directory_probe {
+  static constexpr std::size_t head_size = 8 * HeadWords;
+  alignas(16) unsigned char bytes[head_size] = {};
+
+  void assign(std::string_view rest) noexcept {
+    // An empty view may hold no pointer at all, which memcpy may not take.
+    if (!rest.empty()) std::memcpy(bytes, rest.data(), std::min(rest.size(), head_size));
+  }
+
+#if defined(__SSE2__)
+  // Sixteen bytes of a head, or its last eight with zeros above them (the
+  // probe's are loaded the same way, so those zeros compare equal).
+  [[gnu::always_inline]] static __m128i load(const unsigned char* head, std::size_t at) noexcept {
+    if (16 * at + 16 <= head_size)
+      return _mm_loadu_si128(reinterpret_cast<const __m128i*>(head + 16 * at));
+    return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(head + 16 * at));
+  }
+#endif
+
+  // One bit a byte, set where `head` differs from the probe.
+  [[gnu::always_inline]] std::uint64_t differences(const unsigned char* head) const noexcept {
+#if defined(__SSE2__)
+    std::uint64_t equal = 0;
+    for (std::size_t at = 0; at < (head_size + 15) / 16; ++at) {
+      const auto mask = static_cast<std::uint32_t>(
+          _mm_movemask_epi8(_mm_cmpeq_epi8(load(head, at), load(bytes, at))));
+      equal |= std::uint64_t{mask} << (16 * at);
+    }
+    constexpr std::uint64_t all =
+        head_size == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << head_size) - 1;
+    return ~equal & all;
+#else
+    std::uint64_t different = 0;
+    for (std::size_t at = 0; at < head_size; ++at)
+      different |= std::uint64_t{head[at] != bytes[at]} << at;
+    return different;
+#endif
+  }
+
+  // Whether `head` <= the probe, bytewise: the first byte that differs
+  // decides, found without a branch, since on random probes a branch on it
+  // mispredicts half the time.  With no difference the last byte is read,
+  // which is equal, so the answer is "at most" as it should be.
+  [[gnu::always_inline]] std::size_t at_most(const unsigned char* head) const noexcept {
+    const auto first = static_cast<std::size_t>(
+        std::countr_zero(differences(head) | std::uint64_t{1} << (head_size - 1)));
+    return head[first] <= bytes[first];
+  }
+};
+
+}  // namespace
+
+// For each probe, the number of directory heads <= the probe's head, and
+// whether the last of them equals it: halving searches whose steps have no
+// branch that depends on the keys.  The probes' searches advance together,
+// a step at a time, so that the cache misses of one overlap with the others'.
+template <std::uint32_t HeadWords>
+void reader_core::count_directory_heads(const std::string_view* rests, std::size_t n,
+                                        directory_count* counts) const noexcept {
+  constexpr std::size_t head_size = directory_probe<HeadWords>::head_size;
+  directory_probe<HeadWords> probes[max_directory_batch];
+  const unsigned char* bases[max_directory_batch] = {};
+  for (std::size_t i = 0; i < n; ++i) {
+    probes[i].assign(rests[i]);
+    bases[i] = directory_heads_;
+  }
+  std::uint32_t length = directory_entries_;  // at least 1
+  while (length > 1) {
+    const std::uint32_t half = length / 2;
+    const std::size_t step = std::size_t{half} * head_size;
+    for (std::size_t i = 0; i < n; ++i)
+      bases[i] += step & (std::size_t{0} - probes[i].at_most(bases[i] + step - head_size));
+    length -= half;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const unsigned char* base = bases[i];
+    const std::size_t last_at_most = probes[i].at_most(base);
+    directory_count& result = counts[i];
+    result.count = static_cast<std::uint32_t>((base - directory_heads_) / head_size + last_at_most);
+    // The last head <= the probe's: `base` if it is, else the one before
+    // it, if any (with none, `base` is read, and `tied` is false anyway).
+    const unsigned char* last = result.count == 0 ? base : base - (last_at_most ^ 1) * head_size;
+    result.tied = result.count > 0 && probes[i].differences(last) == 0;
+  }
+}
+
+// The number of separators <= key when head count - 1 is the last <= the
+// probe's head and equals it.  Separators ascend, so one binary search over
+// entries [0, count) finds it: a head below the probe's head is a separator
+// below the key, without reading the separator; an equal head takes the full
+// separator, which the entry's locator names.  At most log2(count) + 1 full
+// compares, however many heads tie.
+std::uint32_t reader_core::count_tied_separators(std::string_view key, std::string_view rest,
+                                                 std::uint32_t count) const {
+  namespace directory = format::directory;
+  const std::size_t head_size = directory_head_size_;
+  unsigned char probe_head[directory::max_head_size] = {};
+  if (!rest.empty()) std::memcpy(probe_head, rest.data(), std::min(rest.size(), head_size));
+  const auto at_most_key = [&](std::uint32_t entry) {
+    if (std::memcmp(directory_heads_ + entry * head_size, probe_head, head_size) < 0) return true;
+    const unsigned char* locator = directory_locators_ + entry * directory::locator_size;
+    const std::uint32_t number = load_le<std::uint32_t>(locator + directory::locator_page_offset);
+    const std::uint32_t index = load_le<std::uint16_t>(locator + directory::locator_index_offset);
+    const page_view upper = page(number, -1);
+    if (upper.level < 2 || index >= upper.count) [[unlikely]] {
+      corrupt(number, fmt::format("directory entry {} names separator {} of this page, at "
+                                  "level {} with {} separators",
+                                  entry, index, upper.level, upper.count));
+    }
+    return compare_entry(upper, index, key) <= 0;
+  };
+  std::uint32_t low = 0;
+  std::uint32_t high = count;
+  while (low < high) {
+    const std::uint32_t middle = low + (high - low) / 2;
+    if (at_most_key(middle)) {
+      low = middle + 1;
+    } else {
+      high = middle;
+    }
+  }
+  return low;
+}
+
+void reader_core::directory_pages(const std::string_view* keys, std::size_t n,
+                                  std::uint32_t* pages) const {
+  // Every separator starts with the prefix: a key that does not is below
+  // or above them all, and is searched for as an empty rest, in step with
+  // the others, with its answer set after.
+  const std::size_t prefix_length = directory_prefix_.size();
+  std::string_view rests[max_directory_batch];
+  bool searched[max_directory_batch];
+  for (std::size_t i = 0; i < n; ++i) {
+    searched[i] = false;
+    const std::string_view key = keys[i];
+    const std::size_t shared = std::min(prefix_length, key.size());
+    const int order = shared == 0 ? 0 : std::memcmp(key.data(), directory_prefix_.data(), shared);
+    if (order < 0 || (order == 0 && key.size() < prefix_length)) {
+      pages[i] = level_first_page_[1];
+    } else if (order > 0) {
+      pages[i] = level_first_page_[1] + directory_entries_;
+    } else {
+      searched[i] = true;
+      rests[i] = key.substr(prefix_length);
+    }
+  }
+  directory_count counts[max_directory_batch];
+  switch (directory_head_size_ / 8) {
+    case 1:
+      count_directory_heads<1>(rests, n, counts);
+      break;
+    case 2:
+      count_directory_heads<2>(rests, n, counts);
+      break;
+    case 3:
+      count_directory_heads<3>(rests, n, counts);
+      break;
+    case 4:
+      count_directory_heads<4>(rests, n, counts);
+      break;
+    case 5:
+      count_directory_heads<5>(rests, n, counts);
+      break;
+    case 6:
+      count_directory_heads<6>(rests, n, counts);
+      break;
+    case 7:
+      count_directory_heads<7>(rests, n, counts);
+      break;
+    default:
+      count_directory_heads<8>(rests, n, counts);
+      break;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!searched[i]) continue;
+    // A head that equals the probe's may belong to a separator on either
+    // side of the key (zero padding, or bytes past the head).
+    if (counts[i].tied) [[unlikely]]
+      counts[i].count = count_tied_separators(keys[i], rests[i], counts[i].count);
+    pages[i] = level_first_page_[1] + counts[i].count;
+  }
+}
+
+int reader_core::compare_entry(const page_view& page, std::uint32_t index,
+                               std::string_view probe) const {
+  // The key is the page's prefix, its inline bytes and its remainder, in
+  // that order: each part is compared with what is left of the probe.
+  std::string_view rest = probe;
+  const auto compare_part = [&rest](std::string_view part) -> int {
+    const std::size_t shared = std::min(part.size(), rest.size());
+    if (const int order = shared == 0 ? 0 : std::memcmp(part.data(), rest.data(), shared);
+        order != 0)
+      return order < 0 ? -1 : 1;
+    if (rest.size() < part.size()) return 1;
+    rest.remove_prefix(shared);
+    return 0;
+  };
+  if (const int order = compare_part(page.prefix()); order != 0) return order;
+  const std::uint32_t suffix_length = key_suffix_length(page, index);
+  unsigned char buffer[8];
+  if (const int order = compare_part(inline_bytes(page, index, suffix_length, buffer)); order != 0)
+    return order;
+  if (suffix_length > page.inline_width) {
+    if (const int order = compare_part(key_remainder(page, index).bytes); order != 0) return order;
+  }
+  return rest.empty() ? 0 : -1;
+}
+
 // Separators satisfy left < separator <= right, so descending by the number
 // of separators <= key reaches the one leaf that can hold key, and the leaf
 // from which both bounds of key start.
 BBTREE_FIRST_ANSWER std::uint32_t reader_core::descend(std::string_view key) const {
   std::uint32_t number = info_.root_page;
   std::uint32_t level = info_.height - 1;
+  // A lone descent does not use the directory: its halving search makes a
+  // chain of about log2(entries) dependent reads, the last of them in
+  // lines that are seldom cached, where the tree's pages read a few lines
+  // each (bench/RESULTS.md, "The directory").
   if (integer_probe(key)) {
     const std::uint64_t word = integer_word(key);
     while (level > 0 && integer_step<false>(word, level, number)) --level;
@@ -1116,12 +1400,20 @@ std::size_t reader_core::get_many(std::span<const std::string_view> keys,
   std::size_t found = 0;
   for (std::size_t start = 0; start < keys.size(); start += group) {
     const std::size_t n = std::min(group, keys.size() - start);
+    // With a directory (never beside integer probes), the group's level-1
+    // pages come first, and the descents start there.
+    static_assert(group <= max_directory_batch);
+    const std::uint32_t top_level = uses_directory() ? 1 : info_.height - 1;
     for (std::size_t i = 0; i < n; ++i) {
-      pages[i] = info_.root_page;
       integer[i] = integer_probe(keys[start + i]);
       words[i] = integer[i] ? integer_word(keys[start + i]) : 0;
+      pages[i] = info_.root_page;
     }
-    for (std::uint32_t level = info_.height - 1; level > 0; --level) {
+    if (uses_directory()) {
+      directory_pages(keys.data() + start, n, pages);
+      for (std::size_t i = 0; i < n; ++i) prefetch_child<batch_prefetch_bytes>(pages[i]);
+    }
+    for (std::uint32_t level = top_level; level > 0; --level) {
       for (std::size_t i = 0; i < n; ++i) {
         if (!integer[i] || !integer_step<true>(words[i], level, pages[i])) {
           integer[i] = false;

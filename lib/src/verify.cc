@@ -9,7 +9,8 @@
 //   3. the leaves, in file order: each page on its own, the first_rank
 //      chain, key order from leaf to leaf, and the separator of every leaf
 //      boundary against the last key before it and the first key after it;
-//   4. the blob region (items tile it exactly) and the metadata region.
+//   4. the blob region (items tile it exactly), the metadata region and
+//      the directory region (its entries against the separators of step 2).
 //
 // Why separators are checked at leaf boundaries: the pages of each level
 // tile the level below, so every separator of every level stands between
@@ -216,6 +217,7 @@ class verifier {
         check_blob_region();
       }
       check_metadata();
+      check_directory();
     } catch (const problem_limit_reached&) {
       report_.truncated_list = true;
     }
@@ -322,7 +324,12 @@ class verifier {
     if (check_reserved_) {
       check_zero(h + 38, 2, 0, 38, "reserved header bytes");
       check_zero(h + 76, 4, 0, 76, "reserved header bytes");
-      check_zero(h + 144, 112, 0, 144, "reserved header bytes");
+      // Bytes [144, 172) hold the directory's fields when it has one.
+      const std::size_t reserved_from = info.directory_length != 0
+                                            ? header::directory_fields_end
+                                            : header::directory_offset_offset;
+      check_zero(h + reserved_from, format::header::level_table_offset - reserved_from, 0,
+                 reserved_from, "reserved header bytes");
       check_zero(h + 384, 124, 0, 384, "reserved header bytes");
       check_zero(h + header_size, page_size_ - header_size, 0, header_size,
                  "page 0 after the header");
@@ -376,10 +383,16 @@ class verifier {
       header_problem(header::metadata_checksum_offset,
                      "metadata_checksum is not 0 in a file without metadata");
     }
-    if (info.file_size != blob_end + info.metadata_length) {
+    const std::uint64_t regions_end = blob_end + info.metadata_length;
+    const std::uint64_t expected_size =
+        info.directory_length == 0
+            ? regions_end
+            : format::directory::region_offset(regions_end) + info.directory_length;
+    if (info.file_size != expected_size) {
       header_problem(header::file_size_offset,
-                     fmt::format("file_size is {}; the pages, blob region and metadata take {}",
-                                 info.file_size, blob_end + info.metadata_length));
+                     fmt::format("file_size is {}; the pages, blob region, metadata and directory "
+                                 "take {}",
+                                 info.file_size, expected_size));
     }
     if (info.max_key_length > max_key_length) {
       header_problem(header::max_key_length_offset,
@@ -959,6 +972,7 @@ class verifier {
         tiling_broken_ = true;
       }
       below_start.swap(level_start);
+      if (level == 1) level1_start_leaf_ = below_start;
     }
   }
 
@@ -1149,6 +1163,117 @@ class verifier {
   }
 
   // ---------------------------------------------------------------------
+  // 5. The directory region (spec/FORMAT.md, section 12.3)
+  //
+  // Entry i stands for the boundary between level-1 pages i and i + 1,
+  // that is, the leaf boundary where level-1 page i + 1 starts; the inner
+  // levels recorded there the one separator above level 1 that divides
+  // them.  With the tree's own checks, an entry that names that separator
+  // and holds its head makes the directory find the page a descent would.
+
+  void check_directory() {
+    const file_info& info = core_->info();
+    if (info.directory_length == 0) return;
+    namespace directory = format::directory;
+    const unsigned char* region = base_ + info.directory_offset;
+    const std::uint64_t length = info.directory_length;
+    auto problem = [&](std::uint64_t offset, std::string message) {
+      add_problem(verify_region::directory, std::nullopt, info.directory_offset + offset,
+                  std::move(message));
+    };
+    const std::uint32_t computed_checksum = crc32c(region, length);
+    if (info.directory_checksum != computed_checksum) {
+      problem(
+          0, fmt::format("checksum {:08x} in the header does not match the region's bytes ({:08x})",
+                         info.directory_checksum, computed_checksum));
+    }
+    // The padding is under no checksum, so even a quick check reads it.
+    const std::uint64_t regions_end =
+        std::uint64_t{info.page_count} * info.page_size + info.blob_length + info.metadata_length;
+    const std::size_t padding = info.directory_offset - regions_end;
+    if (const std::size_t at = first_nonzero(base_ + regions_end, padding); at < padding) {
+      add_problem(verify_region::directory, std::nullopt, regions_end + at,
+                  "padding before the directory region not zero");
+    }
+    if (options_.quick) return;
+    // The reader's open checked that these fill the region exactly (14.1).
+    const std::uint32_t entries = core_->directory_entries();
+    const std::size_t head_size = info.directory_head_size;
+    const unsigned char* locators = region + directory::locators_offset(entries, head_size);
+    const std::string_view prefix(
+        reinterpret_cast<const char*>(region + directory::prefix_offset(entries, head_size)),
+        info.directory_prefix_length);
+    if (check_reserved_) {
+      for (std::uint32_t i = 0; i < entries; ++i) {
+        const unsigned char* locator = locators + std::size_t{i} * directory::locator_size;
+        if (load_le<std::uint16_t>(locator + directory::locator_reserved_offset) != 0) {
+          problem(locator + directory::locator_reserved_offset - region,
+                  fmt::format("entry {}: reserved bytes of its locator not zero", i));
+        }
+      }
+    }
+    // Matched against the separators only when the inner levels tile the
+    // leaves (otherwise that is reported, and boundaries are unknown).
+    if (tiling_broken_ || level1_start_leaf_.size() != entries + std::size_t{1}) return;
+    std::string head;
+    std::string_view first_separator, last_separator;
+    bool all_matched = true;
+    for (std::uint32_t i = 0; i < entries; ++i) {
+      const unsigned char* locator = locators + std::size_t{i} * directory::locator_size;
+      const std::uint32_t page = load_le<std::uint32_t>(locator + directory::locator_page_offset);
+      const std::uint32_t index = load_le<std::uint16_t>(locator + directory::locator_index_offset);
+      const std::uint32_t leaf = level1_start_leaf_[i + 1];
+      if (leaf == unknown_index || leaf >= boundaries_.size() || boundaries_[leaf].page == 0)
+        return;  // a separator the inner levels lack, reported with them
+      const boundary_separator& boundary = boundaries_[leaf];
+      if (page != boundary.page || index != boundary.index) {
+        problem(locator - region,
+                fmt::format("entry {} names separator {} of page {}; the separator between "
+                            "level-1 pages {} and {} is separator {} of page {}",
+                            i, index, page, core_->level_first_page(1) + i,
+                            core_->level_first_page(1) + i + 1, boundary.index, boundary.page));
+        all_matched = false;
+        continue;
+      }
+      const std::string_view separator =
+          std::string_view(separator_arena_).substr(boundary.arena_offset, boundary.length);
+      if (i == 0) first_separator = separator;
+      last_separator = separator;
+      if (!separator.starts_with(prefix)) {
+        problem(directory::prefix_offset(entries, head_size),
+                fmt::format("entry {}: its separator {} does not start with the directory's "
+                            "prefix {}",
+                            i, show_key(separator), show_key(prefix)));
+        all_matched = false;
+        continue;
+      }
+      head.assign(separator.substr(prefix.size(), head_size));
+      head.resize(head_size, '\0');
+      const unsigned char* stored_head = region + i * head_size;
+      if (std::memcmp(stored_head, head.data(), head_size) != 0) {
+        problem(stored_head - region,
+                fmt::format("entry {}: the head is not the {} bytes after the prefix of its "
+                            "separator {}",
+                            i, head_size, show_key(separator)));
+      }
+    }
+    if (options_.builder_policy && all_matched) {
+      const std::size_t shared =
+          std::mismatch(
+              first_separator.begin(),
+              first_separator.begin() + std::min(first_separator.size(), last_separator.size()),
+              last_separator.begin())
+              .first -
+          first_separator.begin();
+      if (shared != prefix.size()) {
+        problem(directory::prefix_offset(entries, head_size),
+                fmt::format("builder policy: the prefix is {} bytes; the separators share {}",
+                            prefix.size(), shared));
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------
   // Quick mode: the checksums only
 
   void check_pages_quick() {
@@ -1199,7 +1324,8 @@ class verifier {
   std::vector<key_rest> rests_;
   std::string key_a_, key_b_, first_, previous_last_, level_last_;
 
-  std::vector<boundary_separator> boundaries_;  // by leaf index
+  std::vector<boundary_separator> boundaries_;    // by leaf index
+  std::vector<std::uint32_t> level1_start_leaf_;  // the first leaf under each level-1 page
   std::string separator_arena_;
   bool tiling_broken_ = false;  // separators cannot be matched to leaf boundaries
   bool all_keys_seen_ = true;   // every leaf was decoded, so totals are exact
@@ -1223,6 +1349,9 @@ std::string format_problem(const verify_report& report, const verify_problem& pr
                          problem.message);
     case verify_region::metadata:
       return fmt::format("{}: metadata (offset {}): {}", report.name, problem.offset,
+                         problem.message);
+    case verify_region::directory:
+      return fmt::format("{}: directory (offset {}): {}", report.name, problem.offset,
                          problem.message);
   }
   return fmt::format("{}: (offset {}): {}", report.name, problem.offset, problem.message);

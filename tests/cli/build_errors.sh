@@ -11,7 +11,7 @@ grep -q '^Examples:' out || fail "--help has no examples"
 grep -q '^Exit status:' out || fail "--help has no exit statuses"
 expect_status 0 "$BUILD" --version
 grep -Eq '^bbtree-build [0-9]+\.[0-9]+\.[0-9]+$' out || fail "--version: $(cat out)"
-grep -q 'writes 1\.1' out || fail "--version does not say which format it writes"
+grep -q 'writes 1\.2' out || fail "--version does not say which format it writes"
 
 printf 'a\t1\n' >good.tsv
 expect_status 2 "$BUILD" good.tsv

@@ -43,14 +43,15 @@ for field in magic format_version header_size required_features optional_feature
   key_type value_type entries height root_page first_leaf_page leaf_count page_count \
   blob_offset blob_length metadata_offset metadata_length metadata_checksum build_flags \
   input_sorted duplicates inline_limit prefix_cap file_size max_key_length max_value_length \
-  level_first_page header_checksum metadata_entries; do
+  directory_offset directory_length directory_checksum directory_head_size \
+  directory_prefix_length level_first_page header_checksum metadata_entries; do
   grep -q "^$field: " out || fail "--header lacks $field"
 done
 grep -qx 'entries: 300000' out || fail "--header entries"
 grep -qx 'key_type: u64' out || fail "--header key_type"
 grep -qx 'input_sorted: yes' out || fail "--header input_sorted"
 grep -qx "file_size: $(wc -c <big.bbt)" out || fail "--header file_size"
-[[ $(wc -l <out) == 30 ]] || fail "--header has $(wc -l <out) lines"
+[[ $(wc -l <out) == 35 ]] || fail "--header has $(wc -l <out) lines"
 
 # The page inspector's views (the wiring; their content has its own tests).
 expect_status 0 "$DUMP" --stats big.bbt

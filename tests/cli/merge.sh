@@ -12,7 +12,7 @@ grep -q '^Examples:' out || fail "--help has no examples"
 grep -q '^Exit status:' out || fail "--help has no exit statuses"
 expect_status 0 "$MERGE" --version
 grep -Eq '^bbtree-merge [0-9]+\.[0-9]+\.[0-9]+$' out || fail "--version: $(cat out)"
-grep -q 'writes 1\.1' out || fail "--version does not say which format it writes"
+grep -q 'writes 1\.2' out || fail "--version does not say which format it writes"
 expect_status 2 "$MERGE" -o x.bbt
 expect_err 'IN is required'
 printf '1\t1\n' | "$BUILD" -q --key-type u64 --value-type u64 -o one.bbt

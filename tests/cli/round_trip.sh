@@ -127,7 +127,7 @@ printf 'b\t2\na\t1\n' | "$BUILD" -q --page-size 1024 --duplicates first \
 expect_status 0 "$DUMP" --header header.bbt
 for line in 'page_size: 1024' 'key_type: bytes' 'value_type: bytes' 'entries: 2' \
   'input_sorted: no' 'duplicates: first' 'metadata_entries: 2' 'metadata.note: x\ty' \
-  'metadata.owner: me' 'format_version: 1.1' 'magic: 89 42 42 54 52 45 45 0a'; do
+  'metadata.owner: me' 'format_version: 1.2' 'magic: 89 42 42 54 52 45 45 0a'; do
   grep -qxF -- "$line" out || fail "--header lacks '$line': $(cat out)"
 done
 "$DUMP" header.bbt | "$BUILD" -q --sorted --page-size 1024 -o header-sorted.bbt

@@ -65,10 +65,27 @@ expect_status 1 "$VERIFY" blob.bbt
 grep -Eq '^blob.bbt: page [0-9]+ \(offset [0-9]+\): the value of entry [0-9]+: checksum ' out || fail "blob: $(cat out)"
 
 # The metadata region.
+header_field() { "$DUMP" --header "$1" | awk -F': ' -v name="$2" '$1 == name { print $2 }'; }
 cp words.bbt meta.bbt
-flip_bit meta.bbt $(($(file_size meta.bbt) - 2)) 1
+metadata_end=$(($(header_field words.bbt metadata_offset) + $(header_field words.bbt metadata_length)))
+flip_bit meta.bbt $((metadata_end - 2)) 1
 expect_status 1 "$VERIFY" meta.bbt
 grep -Eq '^meta.bbt: metadata \(offset [0-9]+\): checksum ' out || fail "metadata: $(cat out)"
+
+# The directory region, which ends the file of byte-string keys.
+[[ $(header_field words.bbt directory_length) -gt 0 ]] || fail "words.bbt has no directory"
+cp words.bbt directory.bbt
+flip_bit directory.bbt $(($(file_size directory.bbt) - 2)) 1
+expect_status 1 "$VERIFY" directory.bbt
+grep -Eq '^directory.bbt: directory \(offset [0-9]+\): checksum ' out || fail "directory: $(cat out)"
+expect_status 1 "$VERIFY" --quick directory.bbt
+grep -Eq '^directory.bbt: directory \(offset [0-9]+\): checksum ' out || fail "directory --quick: $(cat out)"
+# Without one (--no-directory), the file's required features are clear.
+expect_status 0 "$BUILD" -q --sorted --page-size 512 --no-directory -o plain.bbt words.tsv
+[[ $(header_field plain.bbt directory_length) == 0 ]] || fail "--no-directory wrote a directory"
+[[ $(header_field plain.bbt required_features) == 0x0000000000000000 ]] ||
+  fail "--no-directory: required_features $(header_field plain.bbt required_features)"
+expect_status 0 "$VERIFY" plain.bbt
 
 # Not a bbtree file, empty, truncated, trailing data: page 0, status 1.
 expect_status 1 "$VERIFY" numbers.tsv

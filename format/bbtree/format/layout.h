@@ -37,8 +37,9 @@ namespace bbtree::format {
 
 inline constexpr std::uint16_t format_major = 1;
 // Minor 1 changed only the builder policy of section 15.2 (leaf inline
-// widths); the layout is that of 1.0.
-inline constexpr std::uint16_t format_minor = 1;
+// widths); the layout is that of 1.0.  Minor 2 added the directory region
+// (required feature bit 0, below); a file without one has the layout of 1.0.
+inline constexpr std::uint16_t format_minor = 2;
 
 inline constexpr std::uint32_t min_page_size = 512;
 inline constexpr std::uint32_t max_page_size = 65536;
@@ -128,15 +129,81 @@ inline constexpr std::size_t prefix_cap_offset = 124;         // u32
 inline constexpr std::size_t file_size_offset = 128;          // u64
 inline constexpr std::size_t max_key_length_offset = 136;     // u32
 inline constexpr std::size_t max_value_length_offset = 140;   // u32
+// Since 1.2; 0 when the file has no directory region (required bit 0 clear).
+inline constexpr std::size_t directory_offset_offset = 144;         // u64
+inline constexpr std::size_t directory_length_offset = 152;         // u64
+inline constexpr std::size_t directory_checksum_offset = 160;       // u32
+inline constexpr std::size_t directory_head_size_offset = 164;      // u32
+inline constexpr std::size_t directory_prefix_length_offset = 168;  // u32
+inline constexpr std::size_t directory_fields_end = 172;
 // u32 level_first_page[max_height]: the first page of each level; zero past the root.
 inline constexpr std::size_t level_table_offset = 256;
 inline constexpr std::size_t checksum_offset = 508;  // u32, CRC32C of [0, 508)
 }  // namespace header
 
-// No feature is defined in version 1.0: a reader refuses a file that sets any
-// required bit, and ignores optional bits it does not know.
-inline constexpr std::uint64_t known_required_features = 0;
+// A reader refuses a file that sets a required bit it does not know, and
+// ignores optional bits it does not know.  Bit 0 (since 1.2): the file has a
+// directory region.  It is required rather than optional because a 1.1
+// reader's file_size check has no room for the region: with the bit it
+// refuses the file naming the feature, instead of calling it corrupt.
+namespace feature {
+inline constexpr std::uint64_t directory = 1u << 0;
+}  // namespace feature
+inline constexpr std::uint64_t known_required_features = feature::directory;
 inline constexpr std::uint64_t known_optional_features = 0;
+
+// ---------------------------------------------------------------------------
+// The directory region (spec/FORMAT.md, section 12.3): the separators of the
+// inner levels above level 1, in key order, as fixed-size heads beside
+// locators of the full separators.  In a valid file they are exactly the
+// boundaries between consecutive level-1 pages, so one binary search over
+// the heads finds the level-1 page a descent from the root would reach.
+//
+// With n = level-1 pages - 1, head_size and prefix_length p from the header:
+//
+//   offset 0                  heads: n * head_size bytes, each the bytes of
+//                             a separator after the prefix, zero-padded
+//   n * head_size             locators: n * 8 bytes, each u32 page, u16
+//                             index of the separator in that page, u16 0
+//   n * (head_size + 8)       prefix: p bytes every separator starts with
+//
+// Heads follow a common prefix so that separators sharing a long one (URLs
+// of one site) still differ within their heads.  The region starts at the
+// end of the other regions rounded up to a multiple of 64, after zero
+// padding: in a mapping aligned to 64 bytes, a head of 8, 16, 32 or 64
+// bytes lies in one cache line, and a step of the search reads one line.
+namespace directory {
+inline constexpr std::size_t locator_size = 8;
+inline constexpr std::size_t locator_page_offset = 0;      // u32
+inline constexpr std::size_t locator_index_offset = 4;     // u16
+inline constexpr std::size_t locator_reserved_offset = 6;  // u16, 0
+inline constexpr std::uint32_t alignment = 64;
+inline constexpr std::uint32_t max_head_size = 64;
+inline constexpr std::uint32_t max_prefix_length = max_key_length;
+// The builder's choice: path-like separators differ within 32 bytes after
+// their common prefix, so a tie that reads a full separator is rare, and
+// two heads share a cache line.
+inline constexpr std::uint32_t builder_head_size = 32;
+
+constexpr bool is_valid_head_size(std::uint64_t head_size) noexcept {
+  return head_size >= 8 && head_size <= max_head_size && head_size % 8 == 0;
+}
+constexpr std::uint64_t locators_offset(std::uint64_t entry_count,
+                                        std::uint64_t head_size) noexcept {
+  return entry_count * head_size;
+}
+constexpr std::uint64_t prefix_offset(std::uint64_t entry_count, std::uint64_t head_size) noexcept {
+  return entry_count * (head_size + locator_size);
+}
+constexpr std::uint64_t region_length(std::uint64_t entry_count, std::uint64_t head_size,
+                                      std::uint64_t prefix_length) noexcept {
+  return prefix_offset(entry_count, head_size) + prefix_length;
+}
+// Where the region starts after the other regions end at `end`.
+constexpr std::uint64_t region_offset(std::uint64_t end) noexcept {
+  return (end + alignment - 1) / alignment * alignment;
+}
+}  // namespace directory
 
 // build_flags: how the file was built, recorded so that dumps can show it.
 namespace build_flag {

@@ -125,6 +125,23 @@ class reader_core {
     return page(number, static_cast<int>(level));
   }
 
+  // Whether get_many's descents of probes not searched as integers start
+  // at level 1, from the directory region (spec/FORMAT.md, section 12.3).
+  // Never for files whose keys are searched as integers.
+  bool uses_directory() const noexcept { return directory_lookups_; }
+  // The directory's number of entries (one per boundary between level-1
+  // pages), or 0 when the file has none.  Its head size and prefix length
+  // are in info(); open checked that the three fill the region exactly.
+  std::uint32_t directory_entries() const noexcept { return directory_entries_; }
+  // The level-1 pages that descents from the root reach for keys[0, n),
+  // n <= max_directory_batch, found by binary searches over the directory's
+  // heads instead of a search of each page above level 1.
+  static constexpr std::size_t max_directory_batch = 16;
+  void directory_pages(const std::string_view* keys, std::size_t n, std::uint32_t* pages) const;
+  // The order of key `index` of `page` against `probe`, compared in full
+  // (negative, zero, positive as the key is less, equal, greater).
+  int compare_entry(const page_view& page, std::uint32_t index, std::string_view probe) const;
+
   // The key data of entry `index`: its suffix bytes beyond the inline key.
   item_view key_remainder(const page_view& page, std::uint32_t index) const;
   std::uint32_t key_suffix_length(const page_view& page, std::uint32_t index) const;
@@ -306,6 +323,15 @@ class reader_core {
  private:
   void validate_header(const unsigned char* header_bytes);
   void decode_upper_pages();
+  struct directory_count {
+    std::uint32_t count = 0;
+    bool tied = false;
+  };
+  template <std::uint32_t HeadWords>
+  void count_directory_heads(const std::string_view* rests, std::size_t n,
+                             directory_count* counts) const noexcept;
+  std::uint32_t count_tied_separators(std::string_view key, std::string_view rest,
+                                      std::uint32_t count) const;
 
   std::string name_;
   const unsigned char* base_;
@@ -330,6 +356,14 @@ class reader_core {
   // upper_first_page_ is past the root.
   std::vector<page_view> upper_pages_;
   std::uint32_t upper_first_page_ = UINT32_MAX;
+  // The directory region's parts, set at open from the header and the
+  // level table alone: opening reads nothing of the region.
+  const unsigned char* directory_heads_ = nullptr;
+  const unsigned char* directory_locators_ = nullptr;
+  std::string_view directory_prefix_;
+  std::uint32_t directory_entries_ = 0;
+  std::uint32_t directory_head_size_ = 0;
+  bool directory_lookups_ = false;
 };
 
 }  // namespace bbtree::detail

@@ -1,0 +1,387 @@
+// The directory region (spec/FORMAT.md, sections 12.3 and 15.7): lookups
+// that start from it answer as the tree does, on keys chosen to stress it
+// (a long prefix shared by every separator, heads that tie, probes around
+// the prefix); open refuses a directory of the wrong shape; verification
+// finds damage behind a valid checksum; and no damage makes a reader crash
+// or loop.
+#include "test_support.h"
+#include "verify_test_support.h"
+
+#include <bbtree/detail/reader_core.h>
+#include <bbtree/format/crc32c.h>
+#include <fmt/format.h>
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <functional>
+#include <optional>
+
+using namespace bbtree;
+using namespace bbtree::test;
+namespace header = bbtree::format::header;
+namespace directory = bbtree::format::directory;
+
+namespace {
+
+// URLs of one site: every separator shares the site, and the "deep" keys
+// differ only some 60 bytes past it, so that their heads tie.
+model one_site_model(std::size_t count, std::uint64_t seed) {
+  std::mt19937_64 random(seed);
+  model entries;
+  const std::string site = "https://www.example.com/archive/";
+  while (entries.size() < count) {
+    const std::string number = std::to_string(random() % 10000000);
+    switch (random() % 3) {
+      case 0:
+        entries[site + number + ".html"] = number;
+        break;
+      case 1:
+        entries[site + "deep/" + std::string(60, 'y') + number] = number;
+        break;
+      default:
+        entries[site + "deep/" + std::string(60, 'y')] = "the tie's own prefix";
+        break;
+    }
+  }
+  return entries;
+}
+
+// Probes around the directory's prefix: below it, above it, a proper prefix
+// of it, and keys that share it and end at or past the heads.
+std::vector<std::string> prefix_probes(const reader& index) {
+  const detail::reader_core& core = index.core();
+  const file_info& info = index.info();
+  std::vector<std::string> probes;
+  if (info.directory_length == 0) return probes;
+  const std::uint64_t prefix_at =
+      info.directory_offset +
+      directory::prefix_offset(core.directory_entries(), info.directory_head_size);
+  const std::string prefix(reinterpret_cast<const char*>(index.core().base() + prefix_at),
+                           info.directory_prefix_length);
+  probes.push_back(prefix);
+  for (std::size_t cut = 0; cut <= prefix.size(); cut += 1 + prefix.size() / 8) {
+    std::string below = prefix.substr(0, cut);
+    probes.push_back(below);
+    if (cut < prefix.size()) {
+      below.push_back(static_cast<char>(prefix[cut] - 1));
+      probes.push_back(below + "zzz");
+      probes.push_back(prefix.substr(0, cut) + static_cast<char>(prefix[cut] + 1));
+    }
+  }
+  for (std::size_t extra = 0; extra < 70; extra += 7)
+    probes.push_back(prefix + std::string(extra, '\0'));
+  probes.push_back(prefix + std::string(40, '\xff'));
+  return probes;
+}
+
+// Builds the model with and without a directory, and checks that both
+// answer every query as the model does, and descend to the same leaves.
+void check_both_ways(shape kinds, const model& entries, bool expect_directory) {
+  kinds.directory = false;
+  const std::string without = build_bytes(kinds, entries);
+  kinds.directory = true;
+  const std::string with = build_bytes(kinds, entries);
+  const reader fast = reader::from_memory(as_bytes(with));
+  const reader plain = reader::from_memory(as_bytes(without));
+  INFO(kinds.describe() << ", height " << fast.info().height);
+  REQUIRE((fast.info().directory_length != 0) == expect_directory);
+  REQUIRE(fast.core().uses_directory() == expect_directory);
+  REQUIRE(plain.info().directory_length == 0);
+  REQUIRE_FALSE(plain.core().uses_directory());
+  REQUIRE(verify_string(with).ok());
+  // The directory only follows the other regions: the pages are the same.
+  const std::uint64_t pages_end = std::uint64_t{plain.info().page_count} * plain.info().page_size;
+  REQUIRE(with.compare(plain.info().page_size, pages_end - plain.info().page_size, without,
+                       plain.info().page_size, pages_end - plain.info().page_size) == 0);
+
+  std::mt19937_64 random(entries.size());
+  std::vector<std::string> probes = probes_for(kinds, entries, random, 300);
+  for (std::string& probe : prefix_probes(fast)) {
+    if (kinds.keys == key_kind::bytes || probe.size() == kinds.key_size)
+      probes.push_back(std::move(probe));
+  }
+  check_against_model(fast, entries, probes);
+  if (!expect_directory) return;
+  // The level-1 page the directory names leads to the leaf the tree's
+  // descent reaches, in batches of every size up to the largest.
+  const detail::reader_core& core = fast.core();
+  const std::vector<std::string_view> views(probes.begin(), probes.end());
+  std::vector<std::uint32_t> pages(views.size());
+  for (std::size_t start = 0, size = 1; start < views.size(); start += size) {
+    size = std::min({size % detail::reader_core::max_directory_batch + 1, views.size() - start});
+    core.directory_pages(views.data() + start, size, pages.data() + start);
+  }
+  for (std::size_t i = 0; i < views.size(); ++i) {
+    INFO("probe " << i);
+    const detail::page_view upper = core.page(pages[i], 1);
+    const std::uint32_t leaf =
+        core.level_first_page(0) + upper.header_word + core.count_below(upper, views[i], true);
+    REQUIRE(leaf == plain.core().descend(views[i]));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("lookups through the directory answer as the tree does", "[directory][differential]") {
+  SECTION("one site's URLs: a long shared prefix and tied heads") {
+    check_both_ways({key_kind::bytes, 0, value_kind::bytes, 0, 512}, one_site_model(6000, 1), true);
+  }
+  SECTION("random byte strings, 1 KiB pages") {
+    const shape kinds{key_kind::bytes, 0, value_kind::u64, 0, 1024};
+    check_both_ways(kinds, random_model_of(kinds, 20000, 2), true);
+  }
+  SECTION("fixed 16-byte keys") {
+    const shape kinds{key_kind::fixed, 16, value_kind::fixed, 4, 512};
+    check_both_ways(kinds, random_model_of(kinds, 8000, 3), true);
+  }
+  SECTION("fixed 16-byte keys that share their first 12 bytes") {
+    const shape kinds{key_kind::fixed, 16, value_kind::none, 0, 512};
+    model entries;
+    std::mt19937_64 random(4);
+    while (entries.size() < 40000) {
+      std::string key(12, '\x42');
+      key += random_key({key_kind::fixed, 4, value_kind::none, 0, 512}, random);
+      entries[key] = "";
+    }
+    check_both_ways(kinds, entries, true);
+  }
+  SECTION("integer keys and short trees get none") {
+    const shape u64_kinds{key_kind::u64, 0, value_kind::u64, 0, 512};
+    check_both_ways(u64_kinds, random_model_of(u64_kinds, 20000, 5), false);
+    const shape fixed8{key_kind::fixed, 8, value_kind::none, 0, 512};
+    check_both_ways(fixed8, random_model_of(fixed8, 20000, 6), false);
+    const shape bytes{key_kind::bytes, 0, value_kind::bytes, 0, 4096};
+    check_both_ways(bytes, random_model_of(bytes, 300, 7), false);  // height 2
+  }
+}
+
+namespace {
+
+struct directory_file {
+  std::string good;
+  std::uint32_t entries = 0;
+  std::uint64_t offset = 0, length = 0;
+  std::uint32_t head_size = 0, prefix_length = 0;
+};
+
+directory_file sample_directory_file() {
+  directory_file sample;
+  sample.good =
+      build_bytes({key_kind::bytes, 0, value_kind::bytes, 0, 512}, one_site_model(3000, 8));
+  const reader index = reader::from_memory(as_bytes(sample.good));
+  sample.entries = index.core().directory_entries();
+  sample.offset = index.info().directory_offset;
+  sample.length = index.info().directory_length;
+  sample.head_size = index.info().directory_head_size;
+  sample.prefix_length = index.info().directory_prefix_length;
+  REQUIRE(sample.entries >= 4);
+  REQUIRE(sample.prefix_length > 20);
+  return sample;
+}
+
+void rechecksum_directory(std::string& file, const directory_file& sample) {
+  store_field<std::uint32_t>(
+      file, header::directory_checksum_offset,
+      format::crc32c(file.data() + sample.offset, file.size() - sample.offset));
+  rechecksum_header(file);
+}
+
+// Every query of a damaged file ends, with an answer or bbtree::error.
+void query_everything(const std::string& file, const std::vector<std::string>& probes) {
+  std::optional<reader> opened;
+  try {
+    opened.emplace(reader::from_memory(as_bytes(file), "damaged.bbt"));
+  } catch (const error&) {
+    return;
+  }
+  std::size_t answers = 0;
+  for (const std::string& probe : probes) {
+    try {
+      answers += opened->get(probe).has_value();
+      answers += opened->lower_bound(probe).is_end();
+      answers += opened->rank(probe);
+    } catch (const error&) {
+    }
+  }
+  try {
+    std::vector<std::string_view> keys(probes.begin(), probes.end());
+    std::vector<std::optional<std::string_view>> values(keys.size());
+    answers += opened->get_many(keys, values);
+  } catch (const error&) {
+  }
+  (void)answers;
+}
+
+}  // namespace
+
+TEST_CASE("open refuses a directory of the wrong shape", "[directory][header]") {
+  const directory_file sample = sample_directory_file();
+  const auto refused = [&](const std::function<void(std::string&)>& edit, const char* text) {
+    std::string file = sample.good;
+    edit(file);
+    rechecksum_header(file);
+    try {
+      (void)reader::from_memory(as_bytes(file), "shape.bbt");
+      FAIL("opened: " << text);
+    } catch (const error& e) {
+      REQUIRE(e.code() == errc::corrupt_header);
+      REQUIRE_THAT(e.what(), Catch::Contains(text));
+    }
+  };
+  for (std::uint32_t head_size : {0u, 4u, 12u, 72u, 4096u}) {
+    refused(
+        [&](std::string& file) {
+          store_field<std::uint32_t>(file, header::directory_head_size_offset, head_size);
+        },
+        "heads of");
+  }
+  refused(
+      [&](std::string& file) {
+        store_field<std::uint32_t>(file, header::directory_prefix_length_offset,
+                                   sample.prefix_length + 1);
+      },
+      "heads of");
+  refused(
+      [&](std::string& file) {
+        store_field<std::uint32_t>(file, header::directory_prefix_length_offset, 65537);
+      },
+      "heads of");
+  // A region that no longer ends the file, or starts off a multiple of 64.
+  refused(
+      [&](std::string& file) {
+        store_field<std::uint64_t>(file, header::directory_length_offset, sample.length - 1);
+      },
+      "does not end the file");
+  refused(
+      [&](std::string& file) {
+        store_field<std::uint64_t>(file, header::directory_offset_offset, sample.offset + 1);
+        store_field<std::uint64_t>(file, header::directory_length_offset, sample.length - 1);
+      },
+      "does not end the file");
+  refused(
+      [&](std::string& file) {
+        store_field<std::uint64_t>(file, header::directory_length_offset, 0);
+        store_field<std::uint64_t>(file, header::directory_offset_offset, file.size());
+      },
+      "does not end the file");
+  // The bit on a file with no directory.
+  const std::string plain =
+      build_bytes({key_kind::bytes, 0, value_kind::bytes, 0, 512, false}, one_site_model(3000, 8));
+  std::string file = plain;
+  store_field<std::uint64_t>(file, header::required_features_offset, format::feature::directory);
+  rechecksum_header(file);
+  REQUIRE_THROWS_AS(reader::from_memory(as_bytes(file)), error);
+  // And the fields without the bit: ignored by readers, reported by verify.
+  file = plain;
+  store_field<std::uint32_t>(file, header::directory_head_size_offset, 32);
+  rechecksum_header(file);
+  REQUIRE_NOTHROW(reader::from_memory(as_bytes(file)));
+  const verify_report report = verify_string(file);
+  INFO(describe(report));
+  REQUIRE(has_page_problem(report, 0, "reserved header bytes"));
+}
+
+TEST_CASE("directory damage behind a valid checksum", "[directory][verify]") {
+  const directory_file sample = sample_directory_file();
+  const std::uint64_t locators =
+      sample.offset + directory::locators_offset(sample.entries, sample.head_size);
+  const std::uint64_t prefix =
+      sample.offset + directory::prefix_offset(sample.entries, sample.head_size);
+  const shape kinds{key_kind::bytes, 0, value_kind::bytes, 0, 512};
+  const model entries = one_site_model(3000, 8);
+  std::mt19937_64 random(9);
+  std::vector<std::string> probes = probes_for(kinds, entries, random, 50);
+  probes.resize(std::min<std::size_t>(probes.size(), 400));
+
+  struct damage {
+    const char* name;
+    std::function<void(std::string&)> edit;
+    const char* reported;
+  };
+  const auto locator_field = [&](std::uint32_t entry, std::size_t field) {
+    return locators + std::uint64_t{entry} * directory::locator_size + field;
+  };
+  const std::vector<damage> damages = {
+      {"a head byte", [&](std::string& f) { f[sample.offset + sample.head_size + 3] ^= 0x20; },
+       "the head is not"},
+      {"two heads swapped",
+       [&](std::string& f) {
+         std::string first = f.substr(sample.offset, sample.head_size);
+         f.replace(sample.offset, sample.head_size,
+                   f.substr(sample.offset + 2 * sample.head_size, sample.head_size));
+         f.replace(sample.offset + 2 * sample.head_size, sample.head_size, first);
+       },
+       "the head is not"},
+      {"a prefix byte", [&](std::string& f) { f[prefix + 5] ^= 1; }, "does not start with"},
+      {"a locator's page past the file",
+       [&](std::string& f) {
+         store_field<std::uint32_t>(f, locator_field(1, directory::locator_page_offset), 1u << 30);
+       },
+       "names separator"},
+      {"a locator naming a leaf",
+       [&](std::string& f) {
+         store_field<std::uint32_t>(f, locator_field(2, directory::locator_page_offset), 1);
+       },
+       "names separator"},
+      {"a locator's index past its page",
+       [&](std::string& f) {
+         store_field<std::uint16_t>(f, locator_field(0, directory::locator_index_offset), 0xFFFF);
+       },
+       "names separator"},
+      {"a locator's reserved bytes",
+       [&](std::string& f) {
+         store_field<std::uint16_t>(f, locator_field(3, directory::locator_reserved_offset), 1);
+       },
+       "reserved bytes of its locator"},
+      {"every head zero",
+       [&](std::string& f) {
+         std::memset(f.data() + sample.offset, 0, std::size_t{sample.entries} * sample.head_size);
+       },
+       "the head is not"},
+      {"every head 0xff",
+       [&](std::string& f) {
+         std::memset(f.data() + sample.offset, 0xff,
+                     std::size_t{sample.entries} * sample.head_size);
+       },
+       "the head is not"},
+  };
+  for (const damage& each : damages) {
+    DYNAMIC_SECTION(each.name) {
+      std::string file = sample.good;
+      each.edit(file);
+      rechecksum_directory(file, sample);
+      const verify_report report = verify_string(file);
+      INFO(describe(report));
+      REQUIRE(has_region_problem(report, verify_region::directory, each.reported));
+      query_everything(file, probes);
+    }
+  }
+  SECTION("a shorter prefix than the separators share: valid, but not the builder's") {
+    // One byte of the prefix moves into every head: shift each head right.
+    std::string file = sample.good.substr(0, sample.offset);
+    const std::uint32_t shorter = sample.prefix_length - 1;
+    const char moved = sample.good[prefix + shorter];
+    for (std::uint32_t i = 0; i < sample.entries; ++i) {
+      std::string head =
+          moved + sample.good.substr(sample.offset + i * sample.head_size, sample.head_size - 1);
+      file += head;
+    }
+    file += sample.good.substr(locators, std::size_t{sample.entries} * directory::locator_size);
+    file += sample.good.substr(prefix, shorter);
+    store_field<std::uint64_t>(file, header::directory_length_offset, file.size() - sample.offset);
+    store_field<std::uint64_t>(file, header::file_size_offset, file.size());
+    store_field<std::uint32_t>(file, header::directory_prefix_length_offset, shorter);
+    rechecksum_directory(file, sample);
+    verify_options policy_off;
+    policy_off.builder_policy = false;
+    // Heads lose their last byte, which may have told two apart: then the
+    // lookups take the ties' full compares, and answer the same.
+    const verify_report relaxed = verify_string(file, policy_off);
+    INFO(describe(relaxed));
+    REQUIRE(relaxed.ok());
+    const verify_report report = verify_string(file);
+    INFO(describe(report));
+    REQUIRE(has_region_problem(report, verify_region::directory, "builder policy"));
+    check_against_model(reader::from_memory(as_bytes(file)), entries, probes);
+  }
+}
