@@ -55,7 +55,7 @@ std::vector<std::string> prefix_probes(const reader& index) {
   if (info.directory_length == 0) return probes;
   const std::uint64_t prefix_at =
       info.directory_offset +
-      directory::prefix_offset(core.directory_entries(), info.directory_head_size);
+      directory::prefix_offset(core.directory().entries, info.directory_head_size);
   const std::string prefix(reinterpret_cast<const char*>(index.core().base() + prefix_at),
                            info.directory_prefix_length);
   probes.push_back(prefix);
@@ -169,7 +169,7 @@ directory_file sample_directory_file() {
   sample.good =
       build_bytes({key_kind::bytes, 0, value_kind::bytes, 0, 512}, one_site_model(3000, 8));
   const reader index = reader::from_memory(as_bytes(sample.good));
-  sample.entries = index.core().directory_entries();
+  sample.entries = index.core().directory().entries;
   sample.offset = index.info().directory_offset;
   sample.length = index.info().directory_length;
   sample.head_size = index.info().directory_head_size;

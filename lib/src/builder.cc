@@ -703,8 +703,7 @@ class builder::impl {
         staged_(std::move(destination), options_.overwrite),
         page_buffer_(options_.page_size),
         keep_last_(options_.duplicates == duplicate_policy::keep_last),
-        writes_directory_(options_.directory &&
-                          (shape_.keys == key_kind::bytes || shape_.key_size > 8)) {
+        writes_directory_(options_.directory && !format::word_keys(shape_.keys, shape_.key_size)) {
     output_buffer_.reserve(output_flush_size + options_.page_size);
     // Page 0 is written last, over these zeros.  It starts the output, so
     // that every write begins at a multiple of output_flush_size.

@@ -1,6 +1,6 @@
 #include "directory_builder.h"
 
-#include <bbtree/format/endian.h>
+#include "key_compare.h"
 
 #include <algorithm>
 #include <cstring>
@@ -35,12 +35,7 @@ directory_builder::region directory_builder::encode(
   // The separators ascend, so the prefix they all share is the one the
   // first and the last share.
   const std::string_view first = entries_.front().separator;
-  const std::string_view last = entries_.back().separator;
-  const std::size_t prefix_length =
-      std::mismatch(first.begin(), first.begin() + std::min(first.size(), last.size()),
-                    last.begin())
-          .first -
-      first.begin();
+  const std::size_t prefix_length = common_prefix_length(first, entries_.back().separator);
 
   region encoded;
   encoded.head_size = directory::builder_head_size;
@@ -51,13 +46,10 @@ directory_builder::region directory_builder::encode(
   unsigned char* locators = bytes + directory::locators_offset(count, head_size);
   for (std::size_t i = 0; i < count; ++i) {
     const entry& filed = entries_[i];
-    const std::string_view after_prefix = std::string_view(filed.separator).substr(prefix_length);
-    std::memcpy(bytes + i * head_size, after_prefix.data(),
-                std::min(after_prefix.size(), head_size));
-    unsigned char* locator = locators + i * directory::locator_size;
-    format::store_le<std::uint32_t>(locator + directory::locator_page_offset,
-                                    level_first_page[filed.level] + filed.ordinal);
-    format::store_le<std::uint16_t>(locator + directory::locator_index_offset, filed.index);
+    directory::store_head(bytes + i * head_size,
+                          std::string_view(filed.separator).substr(prefix_length), head_size);
+    directory::store_locator(locators + i * directory::locator_size,
+                             {level_first_page[filed.level] + filed.ordinal, filed.index});
   }
   std::memcpy(bytes + directory::prefix_offset(count, head_size), first.data(), prefix_length);
   return encoded;

@@ -50,6 +50,16 @@ namespace bbtree::detail {
   return (a.size() > b.size()) - (a.size() < b.size());
 }
 
+// Where `key` falls against the keys that start with `prefix`: below them
+// all (-1), above them all (1), or among them (0: it starts with `prefix`).
+[[gnu::always_inline]] inline int order_against_prefix(std::string_view key,
+                                                       std::string_view prefix) noexcept {
+  const std::size_t shared = std::min(prefix.size(), key.size());
+  if (const int order = compare_keys(key.substr(0, shared), prefix.substr(0, shared)); order != 0)
+    return order;
+  return key.size() < prefix.size() ? -1 : 0;
+}
+
 // A printable rendering of a key for error messages: printable ASCII as is,
 // everything else as \xHH, cut after `limit` bytes.
 std::string quote_key(std::string_view key, std::size_t limit = 64);

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <utility>
 
 namespace bbtree::detail {
 
@@ -52,16 +53,6 @@ BBTREE_FIRST_ANSWER reader_core::reader_core(std::string name, const unsigned ch
                                              const unsigned char* header_copy)
     : name_(std::move(name)), base_(base), size_(size), holder_(std::move(holder)) {
   validate_header(header_copy != nullptr ? header_copy : base);
-  if (directory_entries_ != 0) {
-    namespace directory = format::directory;
-    directory_heads_ = base_ + info_.directory_offset;
-    directory_locators_ =
-        directory_heads_ + directory::locators_offset(directory_entries_, directory_head_size_);
-    directory_prefix_ = std::string_view(
-        reinterpret_cast<const char*>(
-            directory_heads_ + directory::prefix_offset(directory_entries_, directory_head_size_)),
-        info_.directory_prefix_length);
-  }
   decode_upper_pages();
 }
 
@@ -292,10 +283,11 @@ BBTREE_FIRST_ANSWER void reader_core::validate_header(const unsigned char* heade
                        info_.directory_length, info_.directory_head_size,
                        info_.directory_prefix_length, info_.height, entries));
     }
-    directory_entries_ = static_cast<std::uint32_t>(entries);
-    directory_head_size_ = info_.directory_head_size;
+    directory_ =
+        directory::region_view(base_ + info_.directory_offset, static_cast<std::uint32_t>(entries),
+                               info_.directory_head_size, info_.directory_prefix_length);
     // Keys searched as integers have a faster path than the directory.
-    directory_lookups_ = !integer_keys();
+    if (!integer_keys()) count_heads_ = head_counter_for(info_.directory_head_size);
   }
   prefix_limit_ =
       info_.keys == key_kind::bytes ? info_.page_size : std::min(info_.key_size, info_.page_size);
@@ -735,9 +727,8 @@ struct key_place {
                                                          std::string_view probe) {
   const std::uint32_t prefix_length = page.prefix_length;
   if (prefix_length > 0) {
-    const std::size_t shared = std::min<std::size_t>(prefix_length, probe.size());
-    const int order = compare_keys(probe.substr(0, shared), page.prefix().substr(0, shared));
-    if (order < 0 || (order == 0 && probe.size() < prefix_length)) return {-1, 0, 0};
+    const int order = order_against_prefix(probe, page.prefix());
+    if (order < 0) return {-1, 0, 0};
     if (order > 0) return {1, page.count, 0};
   }
   // The prefix matched, so the probe is at least prefix_length long.
@@ -819,8 +810,7 @@ struct directory_probe {
   alignas(16) unsigned char bytes[head_size] = {};
 
   void assign(std::string_view rest) noexcept {
-    // An empty view may hold no pointer at all, which memcpy may not take.
-    if (!rest.empty()) std::memcpy(bytes, rest.data(), std::min(rest.size(), head_size));
+    format::directory::store_head(bytes, rest, head_size);
   }
 
 #if defined(__SSE2__)
@@ -878,9 +868,9 @@ void reader_core::count_directory_heads(const std::string_view* rests, std::size
   const unsigned char* bases[max_directory_batch] = {};
   for (std::size_t i = 0; i < n; ++i) {
     probes[i].assign(rests[i]);
-    bases[i] = directory_heads_;
+    bases[i] = directory_.heads;
   }
-  std::uint32_t length = directory_entries_;  // at least 1
+  std::uint32_t length = directory_.entries;  // at least 1
   while (length > 1) {
     const std::uint32_t half = length / 2;
     const std::size_t step = std::size_t{half} * head_size;
@@ -892,7 +882,7 @@ void reader_core::count_directory_heads(const std::string_view* rests, std::size
     const unsigned char* base = bases[i];
     const std::size_t last_at_most = probes[i].at_most(base);
     directory_count& result = counts[i];
-    result.count = static_cast<std::uint32_t>((base - directory_heads_) / head_size + last_at_most);
+    result.count = static_cast<std::uint32_t>((base - directory_.heads) / head_size + last_at_most);
     // The last head <= the probe's: `base` if it is, else the one before
     // it, if any (with none, `base` is read, and `tied` is false anyway).
     const unsigned char* last = result.count == 0 ? base : base - (last_at_most ^ 1) * head_size;
@@ -908,15 +898,12 @@ void reader_core::count_directory_heads(const std::string_view* rests, std::size
 // compares, however many heads tie.
 std::uint32_t reader_core::count_tied_separators(std::string_view key, std::string_view rest,
                                                  std::uint32_t count) const {
-  namespace directory = format::directory;
-  const std::size_t head_size = directory_head_size_;
-  unsigned char probe_head[directory::max_head_size] = {};
-  if (!rest.empty()) std::memcpy(probe_head, rest.data(), std::min(rest.size(), head_size));
+  const std::size_t head_size = directory_.head_size;
+  unsigned char probe_head[format::directory::max_head_size];
+  format::directory::store_head(probe_head, rest, head_size);
   const auto at_most_key = [&](std::uint32_t entry) {
-    if (std::memcmp(directory_heads_ + entry * head_size, probe_head, head_size) < 0) return true;
-    const unsigned char* locator = directory_locators_ + entry * directory::locator_size;
-    const std::uint32_t number = load_le<std::uint32_t>(locator + directory::locator_page_offset);
-    const std::uint32_t index = load_le<std::uint16_t>(locator + directory::locator_index_offset);
+    if (std::memcmp(directory_.head(entry), probe_head, head_size) < 0) return true;
+    const auto [number, index] = directory_.locator_of(entry);
     const page_view upper = page(number, -1);
     if (upper.level < 2 || index >= upper.count) [[unlikely]] {
       corrupt(number, fmt::format("directory entry {} names separator {} of this page, at "
@@ -943,58 +930,36 @@ void reader_core::directory_pages(const std::string_view* keys, std::size_t n,
   // Every separator starts with the prefix: a key that does not is below
   // or above them all, and is searched for as an empty rest, in step with
   // the others, with its answer set after.
-  const std::size_t prefix_length = directory_prefix_.size();
+  const std::uint32_t first_page = level_first_page_[1];
   std::string_view rests[max_directory_batch];
   bool searched[max_directory_batch];
   for (std::size_t i = 0; i < n; ++i) {
-    searched[i] = false;
-    const std::string_view key = keys[i];
-    const std::size_t shared = std::min(prefix_length, key.size());
-    const int order = shared == 0 ? 0 : std::memcmp(key.data(), directory_prefix_.data(), shared);
-    if (order < 0 || (order == 0 && key.size() < prefix_length)) {
-      pages[i] = level_first_page_[1];
-    } else if (order > 0) {
-      pages[i] = level_first_page_[1] + directory_entries_;
-    } else {
-      searched[i] = true;
-      rests[i] = key.substr(prefix_length);
-    }
+    const int order = order_against_prefix(keys[i], directory_.prefix);
+    searched[i] = order == 0;
+    if (order == 0) rests[i] = keys[i].substr(directory_.prefix.size());
+    pages[i] = order < 0 ? first_page : first_page + directory_.entries;
   }
   directory_count counts[max_directory_batch];
-  switch (directory_head_size_ / 8) {
-    case 1:
-      count_directory_heads<1>(rests, n, counts);
-      break;
-    case 2:
-      count_directory_heads<2>(rests, n, counts);
-      break;
-    case 3:
-      count_directory_heads<3>(rests, n, counts);
-      break;
-    case 4:
-      count_directory_heads<4>(rests, n, counts);
-      break;
-    case 5:
-      count_directory_heads<5>(rests, n, counts);
-      break;
-    case 6:
-      count_directory_heads<6>(rests, n, counts);
-      break;
-    case 7:
-      count_directory_heads<7>(rests, n, counts);
-      break;
-    default:
-      count_directory_heads<8>(rests, n, counts);
-      break;
-  }
+  (this->*count_heads_)(rests, n, counts);
   for (std::size_t i = 0; i < n; ++i) {
     if (!searched[i]) continue;
     // A head that equals the probe's may belong to a separator on either
     // side of the key (zero padding, or bytes past the head).
     if (counts[i].tied) [[unlikely]]
       counts[i].count = count_tied_separators(keys[i], rests[i], counts[i].count);
-    pages[i] = level_first_page_[1] + counts[i].count;
+    pages[i] = first_page + counts[i].count;
   }
+}
+
+reader_core::head_counter reader_core::head_counter_for(std::uint32_t head_size) noexcept {
+  // One search a head size the format allows: 8 to 64 bytes, by 8.
+  static constexpr auto counters =
+      []<std::uint32_t... Words>(std::integer_sequence<std::uint32_t, Words...>) {
+    return std::array<head_counter, sizeof...(Words)>{
+        &reader_core::count_directory_heads<Words + 1>...};
+  }
+  (std::make_integer_sequence<std::uint32_t, format::directory::max_head_size / 8>{});
+  return counters[head_size / 8 - 1];
 }
 
 int reader_core::compare_entry(const page_view& page, std::uint32_t index,
@@ -1011,7 +976,8 @@ int reader_core::compare_entry(const page_view& page, std::uint32_t index,
     rest.remove_prefix(shared);
     return 0;
   };
-  if (const int order = compare_part(page.prefix()); order != 0) return order;
+  if (const int order = order_against_prefix(probe, page.prefix()); order != 0) return -order;
+  rest.remove_prefix(page.prefix_length);
   const std::uint32_t suffix_length = key_suffix_length(page, index);
   unsigned char buffer[8];
   if (const int order = compare_part(inline_bytes(page, index, suffix_length, buffer)); order != 0)
@@ -1031,7 +997,7 @@ BBTREE_FIRST_ANSWER std::uint32_t reader_core::descend(std::string_view key) con
   // A lone descent does not use the directory: its halving search makes a
   // chain of about log2(entries) dependent reads, the last of them in
   // lines that are seldom cached, where the tree's pages read a few lines
-  // each (bench/RESULTS.md, "The directory").
+  // each (bench/RESULTS.md, "The directory region").
   if (integer_probe(key)) {
     const std::uint64_t word = integer_word(key);
     while (level > 0 && integer_step<false>(word, level, number)) --level;

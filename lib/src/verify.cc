@@ -1197,17 +1197,15 @@ class verifier {
     }
     if (options_.quick) return;
     // The reader's open checked that these fill the region exactly (14.1).
-    const std::uint32_t entries = core_->directory_entries();
-    const std::size_t head_size = info.directory_head_size;
-    const unsigned char* locators = region + directory::locators_offset(entries, head_size);
-    const std::string_view prefix(
-        reinterpret_cast<const char*>(region + directory::prefix_offset(entries, head_size)),
-        info.directory_prefix_length);
+    const directory::region_view& parts = core_->directory();
+    const std::uint32_t entries = parts.entries;
+    const std::size_t head_size = parts.head_size;
+    const std::string_view prefix = parts.prefix;
     if (check_reserved_) {
       for (std::uint32_t i = 0; i < entries; ++i) {
-        const unsigned char* locator = locators + std::size_t{i} * directory::locator_size;
-        if (load_le<std::uint16_t>(locator + directory::locator_reserved_offset) != 0) {
-          problem(locator + directory::locator_reserved_offset - region,
+        const unsigned char* reserved = parts.locator_bytes(i) + directory::locator_reserved_offset;
+        if (load_le<std::uint16_t>(reserved) != 0) {
+          problem(reserved - region,
                   fmt::format("entry {}: reserved bytes of its locator not zero", i));
         }
       }
@@ -1215,19 +1213,17 @@ class verifier {
     // Matched against the separators only when the inner levels tile the
     // leaves (otherwise that is reported, and boundaries are unknown).
     if (tiling_broken_ || level1_start_leaf_.size() != entries + std::size_t{1}) return;
-    std::string head;
+    unsigned char head[directory::max_head_size];
     std::string_view first_separator, last_separator;
     bool all_matched = true;
     for (std::uint32_t i = 0; i < entries; ++i) {
-      const unsigned char* locator = locators + std::size_t{i} * directory::locator_size;
-      const std::uint32_t page = load_le<std::uint32_t>(locator + directory::locator_page_offset);
-      const std::uint32_t index = load_le<std::uint16_t>(locator + directory::locator_index_offset);
+      const auto [page, index] = parts.locator_of(i);
       const std::uint32_t leaf = level1_start_leaf_[i + 1];
       if (leaf == unknown_index || leaf >= boundaries_.size() || boundaries_[leaf].page == 0)
         return;  // a separator the inner levels lack, reported with them
       const boundary_separator& boundary = boundaries_[leaf];
       if (page != boundary.page || index != boundary.index) {
-        problem(locator - region,
+        problem(parts.locator_bytes(i) - region,
                 fmt::format("entry {} names separator {} of page {}; the separator between "
                             "level-1 pages {} and {} is separator {} of page {}",
                             i, index, page, core_->level_first_page(1) + i,
@@ -1247,10 +1243,9 @@ class verifier {
         all_matched = false;
         continue;
       }
-      head.assign(separator.substr(prefix.size(), head_size));
-      head.resize(head_size, '\0');
-      const unsigned char* stored_head = region + i * head_size;
-      if (std::memcmp(stored_head, head.data(), head_size) != 0) {
+      directory::store_head(head, separator.substr(prefix.size()), head_size);
+      const unsigned char* stored_head = parts.head(i);
+      if (std::memcmp(stored_head, head, head_size) != 0) {
         problem(stored_head - region,
                 fmt::format("entry {}: the head is not the {} bytes after the prefix of its "
                             "separator {}",
@@ -1258,13 +1253,7 @@ class verifier {
       }
     }
     if (options_.builder_policy && all_matched) {
-      const std::size_t shared =
-          std::mismatch(
-              first_separator.begin(),
-              first_separator.begin() + std::min(first_separator.size(), last_separator.size()),
-              last_separator.begin())
-              .first -
-          first_separator.begin();
+      const std::size_t shared = common_prefix_length(first_separator, last_separator);
       if (shared != prefix.size()) {
         problem(directory::prefix_offset(entries, head_size),
                 fmt::format("builder policy: the prefix is {} bytes; the separators share {}",

@@ -26,6 +26,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string_view>
 
@@ -203,6 +204,56 @@ constexpr std::uint64_t region_length(std::uint64_t entry_count, std::uint64_t h
 constexpr std::uint64_t region_offset(std::uint64_t end) noexcept {
   return (end + alignment - 1) / alignment * alignment;
 }
+
+// The head of a separator, or of a probe: the first head_size bytes of what
+// follows the prefix, zero-padded.
+inline void store_head(unsigned char* head, std::string_view after_prefix,
+                       std::size_t head_size) noexcept {
+  const std::size_t length = after_prefix.size() < head_size ? after_prefix.size() : head_size;
+  // An empty view may hold no pointer at all, which memcpy may not take.
+  if (length != 0) std::memcpy(head, after_prefix.data(), length);
+  std::memset(head + length, 0, head_size - length);
+}
+
+// Where an entry's full separator is: separator `index` of page `page`.
+struct locator {
+  std::uint32_t page = 0;
+  std::uint32_t index = 0;  // stored as a u16
+};
+inline void store_locator(unsigned char* at, locator where) noexcept {
+  store_le<std::uint32_t>(at + locator_page_offset, where.page);
+  store_le<std::uint16_t>(at + locator_index_offset, static_cast<std::uint16_t>(where.index));
+}
+
+// The parts of a region whose length open checked against its entry count,
+// head size and prefix length.
+struct region_view {
+  const unsigned char* heads = nullptr;
+  const unsigned char* locators = nullptr;
+  std::string_view prefix;
+  std::uint32_t entries = 0;
+  std::uint32_t head_size = 0;
+
+  region_view() = default;
+  region_view(const unsigned char* region, std::uint32_t entry_count, std::uint32_t head_bytes,
+              std::uint32_t prefix_length) noexcept
+      : heads(region),
+        locators(region + locators_offset(entry_count, head_bytes)),
+        prefix(reinterpret_cast<const char*>(region + prefix_offset(entry_count, head_bytes)),
+               prefix_length),
+        entries(entry_count),
+        head_size(head_bytes) {}
+
+  const unsigned char* head(std::size_t entry) const noexcept { return heads + entry * head_size; }
+  const unsigned char* locator_bytes(std::size_t entry) const noexcept {
+    return locators + entry * locator_size;
+  }
+  locator locator_of(std::size_t entry) const noexcept {
+    const unsigned char* at = locator_bytes(entry);
+    return {load_le<std::uint32_t>(at + locator_page_offset),
+            load_le<std::uint16_t>(at + locator_index_offset)};
+  }
+};
 }  // namespace directory
 
 // build_flags: how the file was built, recorded so that dumps can show it.
@@ -275,6 +326,12 @@ constexpr std::uint32_t default_prefix_cap(std::uint32_t page_size) noexcept {
 // lines instead of 8.  Inner pages keep whole suffixes inline: a tail
 // there costs lone lookups time at every level (bench/RESULTS.md, "Leaf
 // tails").
+// Whether keys are of one size of at most eight bytes: big-endian words,
+// which readers can search as integers, and which get no directory region.
+constexpr bool word_keys(key_kind keys, std::uint32_t key_size) noexcept {
+  return keys != key_kind::bytes && key_size <= 8;
+}
+
 constexpr std::uint32_t policy_inline_width(page_kind kind, key_kind keys, std::uint32_t key_size,
                                             std::uint32_t prefix_length,
                                             std::uint16_t minor_version = format_minor) noexcept {
@@ -290,7 +347,7 @@ constexpr std::uint32_t policy_inline_width(page_kind kind, key_kind keys, std::
 constexpr std::uint32_t policy_prefix_length(page_kind kind, key_kind keys, std::uint32_t key_size,
                                              std::uint32_t common_prefix,
                                              std::uint16_t minor_version = format_minor) noexcept {
-  if (keys == key_kind::bytes || key_size > 8) return common_prefix;
+  if (!word_keys(keys, key_size)) return common_prefix;
   return policy_inline_width(kind, keys, key_size, common_prefix, minor_version) <
                  policy_inline_width(kind, keys, key_size, 0, minor_version)
              ? common_prefix

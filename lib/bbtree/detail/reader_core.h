@@ -128,11 +128,11 @@ class reader_core {
   // Whether get_many's descents of probes not searched as integers start
   // at level 1, from the directory region (spec/FORMAT.md, section 12.3).
   // Never for files whose keys are searched as integers.
-  bool uses_directory() const noexcept { return directory_lookups_; }
-  // The directory's number of entries (one per boundary between level-1
-  // pages), or 0 when the file has none.  Its head size and prefix length
-  // are in info(); open checked that the three fill the region exactly.
-  std::uint32_t directory_entries() const noexcept { return directory_entries_; }
+  bool uses_directory() const noexcept { return count_heads_ != nullptr; }
+  // The directory region's parts (no entries when the file has none): open
+  // checked that its entries (one per boundary between level-1 pages), head
+  // size and prefix fill the region exactly.
+  const format::directory::region_view& directory() const noexcept { return directory_; }
   // The level-1 pages that descents from the root reach for keys[0, n),
   // n <= max_directory_batch, found by binary searches over the directory's
   // heads instead of a search of each page above level 1.
@@ -232,9 +232,7 @@ class reader_core {
   void prefetch_entry_items(const page_view& leaf, std::uint32_t index) const;
   // Whether this file's keys are of one size, at most eight bytes, and so
   // big-endian words of which prefix, inline key and tail are parts.
-  bool integer_keys() const noexcept {
-    return info_.keys != format::key_kind::bytes && info_.key_size <= 8;
-  }
+  bool integer_keys() const noexcept { return format::word_keys(info_.keys, info_.key_size); }
   // Whether a probe has the size of such keys, so that it can be searched
   // as an integer.
   bool integer_probe(std::string_view key) const noexcept {
@@ -330,6 +328,10 @@ class reader_core {
   template <std::uint32_t HeadWords>
   void count_directory_heads(const std::string_view* rests, std::size_t n,
                              directory_count* counts) const noexcept;
+  using head_counter = void (reader_core::*)(const std::string_view* rests, std::size_t n,
+                                             directory_count* counts) const noexcept;
+  // count_directory_heads for heads of `head_size` bytes, a valid size.
+  static head_counter head_counter_for(std::uint32_t head_size) noexcept;
   std::uint32_t count_tied_separators(std::string_view key, std::string_view rest,
                                       std::uint32_t count) const;
 
@@ -358,12 +360,9 @@ class reader_core {
   std::uint32_t upper_first_page_ = UINT32_MAX;
   // The directory region's parts, set at open from the header and the
   // level table alone: opening reads nothing of the region.
-  const unsigned char* directory_heads_ = nullptr;
-  const unsigned char* directory_locators_ = nullptr;
-  std::string_view directory_prefix_;
-  std::uint32_t directory_entries_ = 0;
-  std::uint32_t directory_head_size_ = 0;
-  bool directory_lookups_ = false;
+  format::directory::region_view directory_;
+  // The search over its heads; null where get_many does not use it.
+  head_counter count_heads_ = nullptr;
 };
 
 }  // namespace bbtree::detail
