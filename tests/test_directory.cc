@@ -4,6 +4,7 @@
 // the prefix); open refuses a directory of the wrong shape; verification
 // finds damage behind a valid checksum; and no damage makes a reader crash
 // or loop.
+#include "../lib/src/head_compare.h"
 #include "test_support.h"
 #include "verify_test_support.h"
 
@@ -12,9 +13,11 @@
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <utility>
 
 using namespace bbtree;
 using namespace bbtree::test;
@@ -121,6 +124,42 @@ void check_both_ways(shape kinds, const model& entries, bool expect_directory) {
 }
 
 }  // namespace
+
+// The reader compares heads with SSE2 where it can; the portable version
+// serves other targets, and is held here to the same answers.
+TEST_CASE("head differences: SSE2 and portable agree on every head size", "[directory][head]") {
+  std::mt19937_64 random(12);
+  const auto check_size = [&]<std::size_t HeadSize>() {
+    INFO("head size " << HeadSize);
+    // One byte past a 16-byte boundary, so that no load is aligned.
+    alignas(16) std::array<unsigned char, 1 + format::directory::max_head_size> a_storage{};
+    alignas(16) std::array<unsigned char, 1 + format::directory::max_head_size> b_storage{};
+    unsigned char* const a = a_storage.data() + 1;
+    unsigned char* const b = b_storage.data() + 1;
+    for (int round = 0; round < 2000; ++round) {
+      for (std::size_t at = 0; at < HeadSize; ++at) a[at] = static_cast<unsigned char>(random());
+      std::memcpy(b, a, HeadSize);
+      // Up to four changed bytes, or all of them; the last round of each
+      // hundred changes none.
+      std::uint64_t expected = 0;
+      const std::size_t changes = round % 100 == 99 ? 0 : round % 7 == 6 ? HeadSize : 1 + round % 4;
+      for (std::size_t change = 0; change < changes; ++change) {
+        const std::size_t at = changes == HeadSize ? change : random() % HeadSize;
+        b[at] = static_cast<unsigned char>(a[at] ^ (1 + random() % 255));
+        expected |= std::uint64_t{1} << at;
+      }
+      REQUIRE(detail::head_differences_portable<HeadSize>(a, b) == expected);
+      REQUIRE(detail::head_differences<HeadSize>(a, b) == expected);
+#if defined(__SSE2__)
+      REQUIRE(detail::head_differences_sse2<HeadSize>(a, b) == expected);
+#endif
+    }
+  };
+  [&]<std::size_t... Words>(std::index_sequence<Words...>) {
+    (check_size.template operator()<8 * (Words + 1)>(), ...);
+  }
+  (std::make_index_sequence<format::directory::max_head_size / 8>{});
+}
 
 TEST_CASE("lookups through the directory answer as the tree does", "[directory][differential]") {
   SECTION("one site's URLs: a long shared prefix and tied heads") {

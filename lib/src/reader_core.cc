@@ -3,13 +3,10 @@
 #include <bbtree/detail/reader_core.h>
 
 #include "code_layout.h"
+#include "head_compare.h"
 #include "key_compare.h"
 
 #include <fmt/format.h>
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include <algorithm>
 #include <bit>
@@ -813,34 +810,9 @@ struct directory_probe {
     format::directory::store_head(bytes, rest, head_size);
   }
 
-#if defined(__SSE2__)
-  // Sixteen bytes of a head, or its last eight with zeros above them (the
-  // probe's are loaded the same way, so those zeros compare equal).
-  [[gnu::always_inline]] static __m128i load(const unsigned char* head, std::size_t at) noexcept {
-    if (16 * at + 16 <= head_size)
-      return _mm_loadu_si128(reinterpret_cast<const __m128i*>(head + 16 * at));
-    return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(head + 16 * at));
-  }
-#endif
-
   // One bit a byte, set where `head` differs from the probe.
   [[gnu::always_inline]] std::uint64_t differences(const unsigned char* head) const noexcept {
-#if defined(__SSE2__)
-    std::uint64_t equal = 0;
-    for (std::size_t at = 0; at < (head_size + 15) / 16; ++at) {
-      const auto mask = static_cast<std::uint32_t>(
-          _mm_movemask_epi8(_mm_cmpeq_epi8(load(head, at), load(bytes, at))));
-      equal |= std::uint64_t{mask} << (16 * at);
-    }
-    constexpr std::uint64_t all =
-        head_size == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << head_size) - 1;
-    return ~equal & all;
-#else
-    std::uint64_t different = 0;
-    for (std::size_t at = 0; at < head_size; ++at)
-      different |= std::uint64_t{head[at] != bytes[at]} << at;
-    return different;
-#endif
+    return head_differences<head_size>(head, bytes);
   }
 
   // Whether `head` <= the probe, bytewise: the first byte that differs
