@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages a job needs, only when some are missing.
 #   scripts/install-deps.sh build   compilers, CMake, the libraries
-#   scripts/install-deps.sh test    build + clang/libFuzzer and Python
+#   scripts/install-deps.sh test    build + clang/libFuzzer, clang-format and Python
 #   scripts/install-deps.sh bench   build + the peers the benchmark runs
 set -euo pipefail
 
 build_packages=(g++ cmake ninja-build pkg-config libboost-dev libcli11-dev libfmt-dev catch2 python3)
-test_packages=(clang libclang-rt-14-dev)
+test_packages=(clang libclang-rt-14-dev clang-format)
 bench_packages=(liblmdb-dev libmtbl-dev libmarisa-dev libsqlite3-dev libabsl-dev libcdb-dev libxxhash-dev)
 
 wanted=("${build_packages[@]}")

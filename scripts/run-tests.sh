@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite, as CI runs it: the normal build and ctest (which
+# The whole test suite, as CI runs it: a check that the sources follow
+# .clang-format, the normal build and ctest (which
 # also replays every fuzz corpus and regression), the suite again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, the concurrency tests under
 # ThreadSanitizer (from a build of only the test files that hold them:
@@ -12,6 +13,14 @@ cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh build test
 jobs=$(nproc)
+
+echo "== formatting (.clang-format)"
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  git ls-files -z '*.cc' '*.h' | xargs -0 clang-format --dry-run --Werror
+else
+  find format lib tools tests fuzz examples bench \( -name '*.cc' -o -name '*.h' \) -print0 |
+    xargs -0 clang-format --dry-run --Werror
+fi
 
 echo "== build and test (g++, RelWithDebInfo)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

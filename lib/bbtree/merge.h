@@ -38,8 +38,9 @@ struct merge_options {
 
 // Merges `inputs` (at least one: index files, or shard sets' manifests,
 // whose shards are checked against their lines as sharded_reader::open
-// does) into `destination`, whose key and value types are theirs.  Throws error(type_mismatch) naming two inputs and their
-// types when the inputs' types differ; error(duplicate_key) naming the key
+// does) into `destination`, whose key and value types are theirs.
+// Throws error(type_mismatch) naming two inputs and their types when the
+// inputs' types differ; error(duplicate_key) naming the key
 // and both inputs under duplicate_policy::error; the reader's errors
 // (not_bbtree, truncated, corrupt...) naming an input, including
 // error(corrupt) for a leaf page whose checksum does not match or keys out
