@@ -5,6 +5,8 @@
 // the same answers even on machines that would never run it.
 #pragma once
 
+#include <bbtree/format/layout.h>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -14,10 +16,11 @@
 
 namespace bbtree::detail {
 
-// Heads are 8 to 64 bytes, by 8 (format::directory::max_head_size): one
-// bit a byte fits a 64-bit mask.
+// A head size the format allows; one bit a byte of the largest fits the
+// 64-bit masks below.
+static_assert(format::directory::max_head_size <= 64);
 template <std::size_t HeadSize>
-concept head_size_in_mask = HeadSize >= 8 && HeadSize <= 64 && HeadSize % 8 == 0;
+concept head_size_in_mask = format::directory::is_valid_head_size(HeadSize);
 
 // Bit i set where byte i of `a` differs from byte i of `b`.
 template <std::size_t HeadSize>
