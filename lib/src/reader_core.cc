@@ -797,37 +797,6 @@ std::uint32_t reader_core::inner_step(std::string_view key, std::uint32_t level,
   return static_cast<std::uint32_t>(child);
 }
 
-namespace {
-
-// A directory probe: the first head-size bytes of what follows the
-// directory's prefix in the key, zero-padded as the builder pads heads.
-template <std::uint32_t HeadWords>
-struct directory_probe {
-  static constexpr std::size_t head_size = 8 * HeadWords;
-  alignas(16) unsigned char bytes[head_size] = {};
-
-  void assign(std::string_view rest) noexcept {
-    format::directory::store_head(bytes, rest, head_size);
-  }
-
-  // One bit a byte, set where `head` differs from the probe.
-  [[gnu::always_inline]] std::uint64_t differences(const unsigned char* head) const noexcept {
-    return head_differences<head_size>(head, bytes);
-  }
-
-  // Whether `head` <= the probe, bytewise: the first byte that differs
-  // decides, found without a branch, since on random probes a branch on it
-  // mispredicts half the time.  With no difference the last byte is read,
-  // which is equal, so the answer is "at most" as it should be.
-  [[gnu::always_inline]] std::size_t at_most(const unsigned char* head) const noexcept {
-    const auto first = static_cast<std::size_t>(
-        std::countr_zero(differences(head) | std::uint64_t{1} << (head_size - 1)));
-    return head[first] <= bytes[first];
-  }
-};
-
-}  // namespace
-
 // For each probe, the number of directory heads <= the probe's head, and
 // whether the last of them equals it: halving searches whose steps have no
 // branch that depends on the keys.  The probes' searches advance together,
@@ -835,8 +804,8 @@ struct directory_probe {
 template <std::uint32_t HeadWords>
 void reader_core::count_directory_heads(const std::string_view* rests, std::size_t n,
                                         directory_count* counts) const noexcept {
-  constexpr std::size_t head_size = directory_probe<HeadWords>::head_size;
-  directory_probe<HeadWords> probes[max_directory_batch];
+  constexpr std::size_t head_size = 8 * HeadWords;
+  head_words<head_size> probes[max_directory_batch];
   const unsigned char* bases[max_directory_batch] = {};
   for (std::size_t i = 0; i < n; ++i) {
     probes[i].assign(rests[i]);
@@ -846,19 +815,21 @@ void reader_core::count_directory_heads(const std::string_view* rests, std::size
   while (length > 1) {
     const std::uint32_t half = length / 2;
     const std::size_t step = std::size_t{half} * head_size;
-    for (std::size_t i = 0; i < n; ++i)
-      bases[i] += step & (std::size_t{0} - probes[i].at_most(bases[i] + step - head_size));
+    for (std::size_t i = 0; i < n; ++i) {
+      const bool at_most = head_at_most<head_size>(bases[i] + step - head_size, probes[i]);
+      bases[i] += step & (std::size_t{0} - at_most);
+    }
     length -= half;
   }
   for (std::size_t i = 0; i < n; ++i) {
     const unsigned char* base = bases[i];
-    const std::size_t last_at_most = probes[i].at_most(base);
+    const std::size_t last_at_most = head_at_most<head_size>(base, probes[i]);
     directory_count& result = counts[i];
     result.count = static_cast<std::uint32_t>((base - directory_.heads) / head_size + last_at_most);
     // The last head <= the probe's: `base` if it is, else the one before
     // it, if any (with none, `base` is read, and `tied` is false anyway).
     const unsigned char* last = result.count == 0 ? base : base - (last_at_most ^ 1) * head_size;
-    result.tied = result.count > 0 && probes[i].differences(last) == 0;
+    result.tied = result.count > 0 && head_equals<head_size>(last, probes[i]);
   }
 }
 
