@@ -19,16 +19,20 @@
 // path-like string keys and values instead (bench/dataset.h, generate), and
 // the probes are that dataset's hits; "get", "many" and "pair" only.  DISTINCT=K
 // repeats the first K probes over and over (a working set that stays in the
-// caches).
+// caches).  COUNTERS=1 also prints hardware event counts per operation of
+// the timed loop (bench/hardware_counters.h), or why the machine has none;
+// bench/profile.sh runs it so, and under callgrind's cache simulation.
 #include <bbtree/builder.h>
 #include <bbtree/reader.h>
 
 #include "dataset.h"
+#include "hardware_counters.h"
 #include "median.h"
 #include "timing.h"
 
 #include <sys/mman.h>
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -283,6 +287,11 @@ int main(int argc, char** argv) {
     run_pair(index, probes);
     return 0;
   }
+  // COUNTERS=1: hardware event counts of the timed loop (perf_event_open).
+  const bool count_events = std::getenv("COUNTERS") != nullptr;
+  std::optional<bench::hardware_counters> counters;
+  if (count_events) counters.emplace();
+  if (counters) counters->start();
   const auto timed = std::chrono::steady_clock::now();
   if (mode == "get") {
     sum = run_get(index, probes);
@@ -303,8 +312,19 @@ int main(int argc, char** argv) {
     return 2;
   }
   const double ns = nanoseconds_since(timed);
+  std::array<std::uint64_t, bench::hardware_counters::events.size()> counts{};
+  const bool counted = counters && counters->stop(counts);
   std::printf("%s entries=%zu page_size=%u height=%u: %.1f ns/op (sum %llu)\n", mode.c_str(),
               keys.size(), page_size, index.info().height, ns / static_cast<double>(operations),
               static_cast<unsigned long long>(sum));
+  if (counted) {
+    std::printf("counters per op:");
+    for (std::size_t at = 0; at < counts.size(); ++at)
+      std::printf(" %s %.2f", bench::hardware_counters::events[at].name,
+                  static_cast<double>(counts[at]) / static_cast<double>(operations));
+    std::printf("\n");
+  } else if (counters) {
+    std::printf("counters: not available (%s)\n", counters->unavailable().c_str());
+  }
   return 0;
 }

@@ -3,11 +3,13 @@
 #   scripts/install-deps.sh build   compilers, CMake, the libraries
 #   scripts/install-deps.sh test    build + clang/libFuzzer, clang-format and Python
 #   scripts/install-deps.sh bench   build + the peers the benchmark runs
+#   scripts/install-deps.sh profile build + valgrind (bench/profile.sh)
 set -euo pipefail
 
 build_packages=(g++ cmake ninja-build pkg-config libboost-dev libcli11-dev libfmt-dev catch2 python3)
 test_packages=(clang libclang-rt-14-dev clang-format)
 bench_packages=(liblmdb-dev libmtbl-dev libmarisa-dev libsqlite3-dev libabsl-dev libcdb-dev libxxhash-dev)
+profile_packages=(valgrind)
 
 wanted=("${build_packages[@]}")
 for job in "$@"; do
@@ -15,7 +17,8 @@ for job in "$@"; do
     build) ;;
     test) wanted+=("${test_packages[@]}") ;;
     bench) wanted+=("${bench_packages[@]}") ;;
-    *) echo "install-deps.sh: unknown job '$job' (build, test or bench)" >&2; exit 2 ;;
+    profile) wanted+=("${profile_packages[@]}") ;;
+    *) echo "install-deps.sh: unknown job '$job' (build, test, bench or profile)" >&2; exit 2 ;;
   esac
 done
 
