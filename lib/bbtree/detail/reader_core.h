@@ -257,14 +257,19 @@ class reader_core {
   // GCC 12 drops every prefetch from `if (span == constant) { loop to the
   // constant }`, and those of some helpers inlined from this header (see
   // prefetch_for_scan): the ctest codegen.prefetches checks the
-  // disassembly of the functions that prefetch.
+  // disassembly of the functions that prefetch.  Why, in part: a function
+  // that only prefetches changes nothing that GCC must keep, so where it is
+  // not inlined GCC finds it `const` and deletes the calls to it, and its
+  // prefetches with them (a two-line program shows it).  So this helper is
+  // always_inline: GCC once left it out of line in integer_get and descend
+  // when the code around it grew, and they lost every prefetch.
   //
   // Locality 3 (prefetcht0) loads into L1, whose few miss buffers a whole
   // page fills; locality 2 (prefetcht1) loads into L2 only, which leaves
   // them to the page being searched.
   static constexpr std::uint32_t prefetch_bytes = 1024;
   template <std::uint32_t Bytes = prefetch_bytes, int Locality = 3>
-  void prefetch_page(std::uint32_t number) const {
+  [[gnu::always_inline]] void prefetch_page(std::uint32_t number) const {
     const unsigned char* page_bytes = base_ + std::uint64_t{number} * info_.page_size;
 #pragma GCC unroll 16
     for (std::uint32_t offset = 0; offset < Bytes; offset += 64)
