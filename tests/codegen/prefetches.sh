@@ -24,7 +24,19 @@ minimums=(
   "bbtree::detail::reader_core::prefetch_scan_ahead(" 16
   "bbtree::cursor::step_to_next_leaf(" 16
 )
-listing=$(objdump -d -C --no-show-raw-insn "$library")
+# And the calls of the out-of-line functions that only prefetch, which GCC
+# may delete where it can see that they change nothing it must keep (it
+# did, to prefetch_page, before that was always_inline: bench/RESULTS.md,
+# "An AVX2 count of a block's inline keys").  Caller, then callee.
+calls=(
+  "bbtree::reader::lower_bound(" "bbtree::detail::reader_core::prefetch_for_scan("
+  "bbtree::detail::reader_core::search(" "bbtree::detail::reader_core::prefetch_scan_ahead("
+  "bbtree::detail::reader_core::place_in_leaf(std::basic_string_view"
+  "bbtree::detail::reader_core::prefetch_entry_items("
+)
+# With relocations (-r): in an unlinked library a call names its target
+# only in the relocation line after it.
+listing=$(objdump -dr -C --no-show-raw-insn "$library")
 status=0
 for ((i = 0; i < ${#minimums[@]}; i += 2)); do
   function=${minimums[i]}
@@ -40,6 +52,21 @@ for ((i = 0; i < ${#minimums[@]}; i += 2)); do
     status=1
   else
     echo "$function: $count prefetch instructions"
+  fi
+done
+for ((i = 0; i < ${#calls[@]}; i += 2)); do
+  caller=${calls[i]}
+  callee=${calls[i + 1]}
+  count=$(awk -v name="$caller" -v target="$callee" '
+    /^[0-9a-f]+ <.*>:$/ { inside = index($0, "<" name) > 0; next }
+    /^$/ { inside = 0 }
+    inside && / R_X86_64_/ && index($0, target) > 0 { n++ }
+    END { print n + 0 }' <<<"$listing")
+  if [ "$count" -lt 1 ]; then
+    echo "prefetches.sh: no call of $callee in $caller ($library)" >&2
+    status=1
+  else
+    echo "$caller: calls $callee"
   fi
 done
 exit $status
