@@ -14,7 +14,11 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh build test
 jobs=$(nproc)
 
-echo "== formatting (.clang-format)"
+# Each phase's start, with the minutes and seconds since this script
+# began: CI's budget is 30 minutes, and the log shows where they go.
+phase() { printf '== [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$1"; }
+
+phase "formatting (.clang-format)"
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   git ls-files -z '*.cc' '*.h' | xargs -0 clang-format --dry-run --Werror
 else
@@ -22,18 +26,18 @@ else
     xargs -0 clang-format --dry-run --Werror
 fi
 
-echo "== build and test (g++, RelWithDebInfo)"
+phase "build and test (g++, RelWithDebInfo)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
-echo "== test under AddressSanitizer + UndefinedBehaviorSanitizer (clang)"
+phase "test under AddressSanitizer + UndefinedBehaviorSanitizer (clang)"
 CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DBBTREE_SANITIZE=address;undefined" >/dev/null
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$jobs"
 
-echo "== concurrency tests under ThreadSanitizer (clang)"
+phase "concurrency tests under ThreadSanitizer (clang)"
 concurrency_tags="[concurrency],[background_copy]"
 CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DBBTREE_SANITIZE=thread -DBBTREE_BUILD_TOOLS=OFF "-DBBTREE_TEST_TAGS=$concurrency_tags" >/dev/null
@@ -41,8 +45,8 @@ cmake --build build-tsan -j "$jobs" --target bbtree_tests
 build-tsan/tests/bbtree_tests "$concurrency_tags"
 
 if [ "${FUZZ_SECONDS:-30}" != 0 ] && [ -x fuzz/ci-fuzz.sh ]; then
-  echo "== fuzz targets, ${FUZZ_SECONDS:-30} s each"
+  phase "fuzz targets, ${FUZZ_SECONDS:-30} s each"
   # One target a core: the targets run alone, each in one process.
   FUZZ_SECONDS="${FUZZ_SECONDS:-30}" FUZZ_JOBS="${FUZZ_JOBS:-$jobs}" fuzz/ci-fuzz.sh
 fi
-echo "== all tests passed"
+phase "all tests passed"
