@@ -95,7 +95,12 @@ class hardware_counters {
     }
   }
 
-  std::array<int, events.size()> descriptors_{-1, -1, -1, -1};
+  // -1 where no event is open, so that close_all closes only what opened.
+  std::array<int, events.size()> descriptors_ = [] {
+    std::array<int, events.size()> closed;
+    closed.fill(-1);
+    return closed;
+  }();
   std::string failure_;
 };
 

@@ -288,10 +288,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   // COUNTERS=1: hardware event counts of the timed loop (perf_event_open).
-  const bool count_events = std::getenv("COUNTERS") != nullptr;
   std::optional<bench::hardware_counters> counters;
-  if (count_events) counters.emplace();
-  if (counters) counters->start();
+  if (std::getenv("COUNTERS") != nullptr) counters.emplace().start();
   const auto timed = std::chrono::steady_clock::now();
   if (mode == "get") {
     sum = run_get(index, probes);

@@ -15,26 +15,18 @@
 #   bench/profile.sh [PROBES]      (default 100000 lookups a case)
 #
 # Prints a markdown table on stdout, and progress on stderr when it is a
-# terminal.  Takes about six minutes on a 2-core machine.  Builds bbtree-lookup-probe as run.sh
-# builds the benchmark; its index files live in a scratch directory that is
-# removed afterwards.
+# terminal.  Takes about six minutes on a 2-core machine.  Builds
+# bbtree-lookup-probe as run.sh builds the benchmark (bench/build-release.sh);
+# its index files live in a scratch directory that is removed afterwards.
 set -euo pipefail
 
-here="$(cd "$(dirname "$0")" && pwd)"
-root="$(dirname "$here")"
-build="${BBTREE_BENCH_BUILD_DIR:-$root/build-bench}"
-flags="${BBTREE_BENCH_CXX_FLAGS:--O2 -DNDEBUG}"
+source "$(dirname "$0")/build-release.sh"
 probes="${1:-100000}"
 case "$probes" in
   '' | *[!0-9]*) echo "profile.sh: PROBES must be a number, not '$probes'" >&2; exit 2 ;;
 esac
 
-"$root/scripts/install-deps.sh" bench profile
-
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_CXX_FLAGS_RELEASE="$flags" \
-  -DBBTREE_BUILD_BENCH=ON -DBBTREE_BUILD_TESTS=OFF -DBBTREE_BUILD_TOOLS=OFF >/dev/null
-cmake --build "$build" --target bbtree-lookup-probe -j 2 >/dev/null
+bench_build "bench profile" bbtree-lookup-probe >/dev/null
 probe="$build/bench/bbtree-lookup-probe"
 
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/bbtree-profile.XXXXXX")"
@@ -43,7 +35,7 @@ trap 'rm -rf "$scratch"' EXIT
 # The host's L1 data cache and its last (largest) unified cache, as
 # callgrind's --D1 and --LL take them: size,ways,line.  callgrind needs a
 # power-of-two number of sets; a cache without one is simulated at the
-# largest such size below it, and the table says so.
+# largest such size below it, and the header line gives the sizes simulated.
 cache_spec() {  # $1: "data" for L1d, "last" for the last level
   local best="" best_level=0 dir level type size ways line sets
   for dir in /sys/devices/system/cpu/cpu0/cache/index*; do

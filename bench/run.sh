@@ -5,27 +5,13 @@
 #
 #   bench/run.sh [--quick] [other bbtree-bench flags ...]
 #
-# Build: Release with -O2 (CMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG"), the
-# level Debian builds the peers' libraries with, and no -march=native: the
-# peers come as generic x86-64 binaries, so bbtree is compiled for the same
-# target.  Override with BBTREE_BENCH_CXX_FLAGS (e.g. "-O3 -march=native
-# -DNDEBUG") and record the flags with the results.
+# Build: bench/build-release.sh (Release, -O2, generic x86-64; the flags
+# from BBTREE_BENCH_CXX_FLAGS).
 set -euo pipefail
 
-here="$(cd "$(dirname "$0")" && pwd)"
-root="$(dirname "$here")"
-build="${BBTREE_BENCH_BUILD_DIR:-$root/build-bench}"
+source "$(dirname "$0")/build-release.sh"
 out="$here/out"
-flags="${BBTREE_BENCH_CXX_FLAGS:--O2 -DNDEBUG}"
-jobs="${BBTREE_BENCH_JOBS:-2}"
-
-# A fresh machine has neither the library's packages nor the peers'.
-"$root/scripts/install-deps.sh" bench
-
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_CXX_FLAGS_RELEASE="$flags" \
-  -DBBTREE_BUILD_BENCH=ON -DBBTREE_BUILD_TESTS=OFF -DBBTREE_BUILD_TOOLS=OFF >/dev/null
-cmake --build "$build" --target bbtree-bench -j "$jobs"
+bench_build bench bbtree-bench
 
 mkdir -p "$out"
 work="${BBTREE_BENCH_WORKDIR:-$out/work}"

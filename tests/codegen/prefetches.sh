@@ -37,16 +37,20 @@ calls=(
 # With relocations (-r): in an unlinked library a call names its target
 # only in the relocation line after it.
 listing=$(objdump -dr -C --no-show-raw-insn "$library")
+# The lines of function $1 (from its label to the next blank line) that
+# contain the text $2.
+count_in_function() {
+  awk -v name="$1" -v text="$2" '
+    /^[0-9a-f]+ <.*>:$/ { inside = index($0, "<" name) > 0; next }
+    /^$/ { inside = 0 }
+    inside && index($0, text) > 0 { n++ }
+    END { print n + 0 }' <<<"$listing"
+}
 status=0
 for ((i = 0; i < ${#minimums[@]}; i += 2)); do
   function=${minimums[i]}
   minimum=${minimums[i + 1]}
-  # Instructions from the function's label to the next blank line.
-  count=$(awk -v name="$function" '
-    /^[0-9a-f]+ <.*>:$/ { inside = index($0, "<" name) > 0; next }
-    /^$/ { inside = 0 }
-    inside && /:\tprefetch/ { n++ }
-    END { print n + 0 }' <<<"$listing")
+  count=$(count_in_function "$function" $':\tprefetch')
   if [ "$count" -lt "$minimum" ]; then
     echo "prefetches.sh: $count prefetch instructions in $function, fewer than $minimum ($library)" >&2
     status=1
@@ -57,12 +61,8 @@ done
 for ((i = 0; i < ${#calls[@]}; i += 2)); do
   caller=${calls[i]}
   callee=${calls[i + 1]}
-  count=$(awk -v name="$caller" -v target="$callee" '
-    /^[0-9a-f]+ <.*>:$/ { inside = index($0, "<" name) > 0; next }
-    /^$/ { inside = 0 }
-    inside && / R_X86_64_/ && index($0, target) > 0 { n++ }
-    END { print n + 0 }' <<<"$listing")
-  if [ "$count" -lt 1 ]; then
+  # The callee's name appears in the caller only in a call's relocation.
+  if [ "$(count_in_function "$caller" "R_X86_64_PLT32	$callee")" -lt 1 ]; then
     echo "prefetches.sh: no call of $callee in $caller ($library)" >&2
     status=1
   else
