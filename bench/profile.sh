@@ -14,6 +14,10 @@
 #
 #   bench/profile.sh [PROBES]      (default 100000 lookups a case)
 #
+# BBTREE_PROFILE_D1 and BBTREE_PROFILE_LL (callgrind's --D1 and --LL,
+# "bytes,ways,line") set the caches simulated, where sysfs lists none or
+# another machine's are wanted.
+#
 # Prints a markdown table on stdout, and progress on stderr when it is a
 # terminal.  Takes about six minutes on a 2-core machine.  Builds
 # bbtree-lookup-probe as run.sh builds the benchmark (bench/build-release.sh);
@@ -59,8 +63,18 @@ cache_spec() {  # $1: "data" for L1d, "last" for the last level
   while [ $((power * 2)) -le "$sets" ]; do power=$((power * 2)); done
   echo "$((power * ways * line)),$ways,$line"
 }
-d1="$(cache_spec data)" || { echo "profile.sh: no L1 data cache in sysfs" >&2; exit 1; }
-ll="$(cache_spec last)" || { echo "profile.sh: no unified cache in sysfs" >&2; exit 1; }
+# Some virtual machines list no caches in sysfs: then the geometry comes
+# from the environment, as callgrind takes it.  getconf's figures are a
+# hint only (a KVM guest reported a 508 MiB L3 with 0 ways).
+no_cache() {  # $1: what is missing, $2: the variable that supplies it
+  echo "profile.sh: no $1 in sysfs (/sys/devices/system/cpu/cpu0/cache);" \
+    "set $2=BYTES,WAYS,LINE (getconf -a | grep CACHE may help)" >&2
+  exit 1
+}
+d1="${BBTREE_PROFILE_D1:-}"
+ll="${BBTREE_PROFILE_LL:-}"
+[ -n "$d1" ] || d1="$(cache_spec data)" || no_cache "L1 data cache" BBTREE_PROFILE_D1
+[ -n "$ll" ] || ll="$(cache_spec last)" || no_cache "unified cache" BBTREE_PROFILE_LL
 
 cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
 echo "Host: $cpu, $(nproc) cores, kernel $(uname -r); $(date -u '+%Y-%m-%d %H:%M UTC')."
