@@ -11,6 +11,10 @@
 //            bit 7    metadata records are used
 //   byte 1   fixed key size (fixed_size_of), byte 2 fixed value size
 //   byte 3   bits 0-1 duplicate policy (error, keep_first, keep_last, keep_last)
+//            bit 2    the external sort (external_sorting_builder) with entries
+//                     in input order, whatever bit 6 of byte 0 says, with a
+//                     budget by bits 3-4: 64 KiB, 256 KiB (many runs and
+//                     passes), 2 MiB, 4 MiB (a block that grows past 1 MiB)
 //   records  tag byte, then by tag % 8:
 //            0-3  one entry: key, value
 //            4    a run: u16 count, key, u8 step, u8 value style: count
@@ -30,6 +34,7 @@
 #pragma once
 
 #include <bbtree/builder.h>
+#include <bbtree/external_sort.h>
 #include <bbtree/format/endian.h>
 
 #include <cstdint>
@@ -45,6 +50,9 @@ namespace bbtree::fuzz {
 struct build_case {
   build_options options;
   bool sorting = false;  // sorting_builder, entries in input order
+  // Not zero: external_sorting_builder with this budget, entries in input
+  // order.
+  std::uint64_t sort_memory = 0;
   std::vector<std::pair<std::string, std::string>> entries;  // in input order
 };
 
@@ -80,7 +88,12 @@ class build_case_decoder {
     const std::uint8_t value_size_byte = u8();
     options.key_size = options.keys == key_kind::fixed ? fixed_size_of(key_size_byte) : 0;
     options.value_size = options.values == value_kind::fixed ? fixed_size_of(value_size_byte) : 0;
-    options.duplicates = policies[u8() & 3];
+    const std::uint8_t sort_byte = u8();
+    options.duplicates = policies[sort_byte & 3];
+    static constexpr std::uint64_t sort_budgets[] = {
+        std::uint64_t{64} << 10, std::uint64_t{256} << 10, std::uint64_t{2} << 20,
+        std::uint64_t{4} << 20};
+    if ((sort_byte & 4) != 0) out.sort_memory = sort_budgets[(sort_byte >> 3) & 3];
     options.sync = false;
     options.overwrite = true;
     key_size_ = options.keys == key_kind::fixed   ? options.key_size
@@ -260,7 +273,7 @@ struct build_seed_run {
 
 inline std::string encode_build_case(
     std::uint8_t config, std::uint8_t key_size_byte, std::uint8_t value_size_byte,
-    std::uint8_t policy, const std::vector<std::pair<std::string, std::string>>& entries,
+    std::uint8_t sort_byte, const std::vector<std::pair<std::string, std::string>>& entries,
     const std::vector<build_seed_run>& runs,
     const std::vector<std::pair<std::string, std::string>>& metadata = {}) {
   const bool bytes_keys = (config & 3) == 3;
@@ -269,7 +282,7 @@ inline std::string encode_build_case(
   out += static_cast<char>(config);
   out += static_cast<char>(key_size_byte);
   out += static_cast<char>(value_size_byte);
-  out += static_cast<char>(policy);
+  out += static_cast<char>(sort_byte);
   auto put_key = [&](const std::string& key) {
     if (bytes_keys) out += static_cast<char>(key.size() % 48);
     out += key;

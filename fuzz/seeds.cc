@@ -212,13 +212,18 @@ std::vector<std::string> build_differential_seeds() {
   std::mt19937_64 random(42);
   for (std::uint8_t keys = 0; keys < 4; ++keys) {
     for (std::uint8_t values = 0; values < 4; ++values) {
-      for (const std::uint8_t variant : {0, 1, 2}) {
+      for (const std::uint8_t variant : {0, 1, 2, 3, 4}) {
         // variant 0: a few entries, streaming builder, 512-byte pages;
         // 1: the sorting builder with duplicates kept last, and metadata;
-        // 2: a long run for a tall tree, 1024-byte pages.
+        // 2: a long run for a tall tree, 1024-byte pages;
+        // 3: the external sort in 64 KiB, the long run as well;
+        // 4: the external sort in 4 MiB, byte-string values only: eight
+        //    runs of 2,047 entries, some values long, grow its block
+        //    (duplicates kept last, where the runs overlap).
+        if (variant == 4 && values != 3) continue;
         std::uint8_t config = static_cast<std::uint8_t>(keys | values << 2);
         if (variant == 1) config |= 0x40 | 0x80;
-        if (variant == 2) config |= 2 << 4;
+        if (variant == 2 || variant == 3) config |= 2 << 4;
         const std::uint8_t key_size_byte = static_cast<std::uint8_t>(random() % 24);
         const std::uint8_t value_size_byte = static_cast<std::uint8_t>(random() % 24);
         const std::uint32_t key_size = keys == 0 || keys == 1 ? 8
@@ -228,7 +233,7 @@ std::vector<std::string> build_differential_seeds() {
                                          : values == 2 ? fixed_size_of(value_size_byte)
                                                        : 0;
         std::vector<std::pair<std::string, std::string>> entries;
-        const std::size_t count = variant == 2 ? 3 : 12;
+        const std::size_t count = variant >= 2 ? 3 : 12;
         for (std::size_t i = 0; i < count; ++i) {
           std::string key = random_bytes(random, key_size != 0 ? key_size : random() % 30);
           std::string value =
@@ -238,13 +243,21 @@ std::vector<std::string> build_differential_seeds() {
           entries.emplace_back(std::move(key), std::move(value));
         }
         std::vector<build_seed_run> runs;
-        if (variant == 2) {
+        if (variant == 2 || variant == 3) {
           runs.push_back({random_bytes(random, key_size != 0 ? key_size : 6), 1499, 1, 0x85});
+        }
+        for (int run = 0; variant == 4 && run < 8; ++run) {
+          runs.push_back({random_bytes(random, key_size != 0 ? key_size : 6), 2047, 3, 0x85});
         }
         std::vector<std::pair<std::string, std::string>> metadata;
         if (variant == 1) metadata = {{"name", "seed"}, {"", ""}};
-        seeds.push_back(encode_build_case(config, key_size_byte, value_size_byte,
-                                          variant == 1 ? 2 : 0, entries, runs, metadata));
+        // Byte 3: the duplicate policy, and the external sort's bit and budget.
+        const std::uint8_t sort_byte = variant == 1   ? 2
+                                       : variant == 3 ? 4
+                                       : variant == 4 ? 2 | 4 | 3 << 3
+                                                      : 0;
+        seeds.push_back(encode_build_case(config, key_size_byte, value_size_byte, sort_byte,
+                                          entries, runs, metadata));
       }
     }
   }

@@ -1,7 +1,8 @@
 // fuzz_build_differential: entries decoded from the input (build_input.h)
-// are built into a file by the streaming builder or the sorting builder,
-// read back, verified, and every query is compared with a std::map model.
-// Any difference, and any error the input did not call for, aborts.
+// are built into a file by the streaming builder, the sorting builder or
+// the external sort, read back, verified, and every query is compared with
+// a std::map model.  Any difference, and any error the input did not call
+// for, aborts.
 #include "build_input.h"
 #include "fuzz_support.h"
 
@@ -52,6 +53,13 @@ expectation expect(const build_case& input) {
 
 // Builds the case at `path`.
 build_summary build(const build_case& input, const fs::path& path) {
+  if (input.sort_memory != 0) {
+    sort_options sort;
+    sort.memory = input.sort_memory;
+    external_sorting_builder writer(path, input.options, sort);
+    for (const auto& [key, value] : input.entries) writer.add(key, value);
+    return writer.finish();
+  }
   if (input.sorting) {
     sorting_builder writer(path, input.options);
     for (const auto& [key, value] : input.entries) writer.add(key, value);
@@ -72,11 +80,14 @@ build_summary build(const build_case& input, const fs::path& path) {
 std::string describe(const build_case& input) {
   static const char* key_names[] = {"?", "u64", "i64", "fixed", "bytes"};
   static const char* value_names[] = {"none", "u64", "fixed", "bytes"};
-  return fmt::format("{}:{} -> {}:{}, page {}, {} builder, {} entries",
-                     key_names[static_cast<int>(input.options.keys)], input.options.key_size,
-                     value_names[static_cast<int>(input.options.values)], input.options.value_size,
-                     input.options.page_size, input.sorting ? "sorting" : "streaming",
-                     input.entries.size());
+  return fmt::format(
+      "{}:{} -> {}:{}, page {}, {}, {} entries", key_names[static_cast<int>(input.options.keys)],
+      input.options.key_size, value_names[static_cast<int>(input.options.values)],
+      input.options.value_size, input.options.page_size,
+      input.sort_memory != 0 ? fmt::format("external sort in {} KiB", input.sort_memory >> 10)
+      : input.sorting        ? "sorting builder"
+                             : "streaming builder",
+      input.entries.size());
 }
 
 std::size_t rank_in(const std::vector<const std::string*>& keys, std::string_view probe,
