@@ -14,7 +14,7 @@
 //            bit 2    the external sort (external_sorting_builder) with entries
 //                     in input order, whatever bit 6 of byte 0 says, with a
 //                     budget by bits 3-4: 64 KiB, 256 KiB (many runs and
-//                     passes), 2 MiB, 4 MiB (a block that grows past 1 MiB)
+//                     merge passes), 2 MiB, 4 MiB (a few runs, or none)
 //   records  tag byte, then by tag % 8:
 //            0-3  one entry: key, value
 //            4    a run: u16 count, key, u8 step, u8 value style: count

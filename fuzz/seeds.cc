@@ -218,8 +218,8 @@ std::vector<std::string> build_differential_seeds() {
         // 2: a long run for a tall tree, 1024-byte pages;
         // 3: the external sort in 64 KiB, the long run as well;
         // 4: the external sort in 4 MiB, byte-string values only: eight
-        //    runs of 2,047 entries, some values long, grow its block
-        //    (duplicates kept last, where the runs overlap).
+        //    runs of 2,047 entries, some values long (duplicates kept
+        //    last, where the runs overlap).
         if (variant == 4 && values != 3) continue;
         std::uint8_t config = static_cast<std::uint8_t>(keys | values << 2);
         if (variant == 1) config |= 0x40 | 0x80;

@@ -1,22 +1,16 @@
 // The external sort: sorted runs in unnamed temporary files, merged k ways
 // into a builder.
 //
-// Memory.  The budget is one block.  It is allocated at the first add() at
-// 1 MiB and doubles until it spans the budget, so that a small input takes
-// memory in proportion to its size: a gigabyte's commit charge for a few
-// entries fails under strict overcommit, and costs a sanitizer a gigabyte
-// of shadow writes.  (The block grows by realloc: glibc moves a block above
-// its mmap threshold, 32 MiB at most, with mremap and no copy; below it, a
-// copy holds the old and the new bytes for a moment.)  Until the first
-// overflow the whole block is one run buffer, so that input that fits in
-// the budget is sorted in memory and never written out.  When the block at
-// its full size overflows, that buffer is sorted (by both threads, half
-// each) and written as the first run, and the block becomes two half
-// buffers: add() fills one while the worker thread sorts and writes the
-// other.  A run buffer keeps records from its bottom up and a 16-byte
-// reference for each from its top down, so nothing grows past the buffer.
-// Before the merge, the block is freed; the merge's read buffers, its two
-// hand-off batches and an allowance for the builder then share the budget.
+// Memory.  The budget is one block, mapped at the first add() and only
+// touched as it fills.  At first the whole block is one run buffer, so that
+// input that fits in the budget is sorted in memory and never written out.
+// When it overflows, that buffer is sorted (by both threads, half each) and
+// written as the first run, and the block becomes two half buffers: add()
+// fills one while the worker thread sorts and writes the other.  A run
+// buffer keeps records from its bottom up and a 16-byte reference for each
+// from its top down, so nothing grows past the buffer.  Before the merge,
+// the block is freed; the merge's read buffers, its two hand-off batches
+// and an allowance for the builder then share the budget.
 //
 // Order.  A reference holds the key's first eight bytes (big-endian, so
 // that comparing them compares keys) and the record's offset in its buffer,
@@ -43,11 +37,9 @@
 #include <bit>
 #include <cerrno>
 #include <condition_variable>
-#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <functional>
-#include <memory>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -58,6 +50,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -180,6 +173,48 @@ struct key_order {
 // ---------------------------------------------------------------------------
 // Run buffers
 
+// Private anonymous memory, mapped here rather than allocated: the kernel
+// backs a page only when it is first touched, as it does for glibc's malloc
+// of a block this large, while a sanitizer's allocator sets up the whole
+// block (under ASan + UBSan a malloc of 1 GiB touches 137 MB and takes
+// about 0.9 s, which every bbtree-build of a few entries paid).
+class anonymous_block {
+ public:
+  anonymous_block() = default;
+  // Throws std::bad_alloc when the address space or the commit limit is
+  // exhausted.
+  explicit anonymous_block(std::size_t size) : size_(size) {
+    void* mapping =
+        ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mapping == MAP_FAILED) throw std::bad_alloc();
+    data_ = static_cast<std::byte*>(mapping);
+  }
+  anonymous_block(anonymous_block&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+  anonymous_block& operator=(anonymous_block&& other) noexcept {
+    if (this != &other) {
+      release();
+      data_ = std::exchange(other.data_, nullptr);
+      size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
+  }
+  ~anonymous_block() { release(); }
+
+  std::byte* data() const noexcept { return data_; }
+  bool empty() const noexcept { return data_ == nullptr; }
+
+ private:
+  void release() noexcept {
+    if (data_ != nullptr) ::munmap(data_, size_);
+    data_ = nullptr;
+    size_ = 0;
+  }
+
+  std::byte* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
 struct sort_ref {
   std::uint64_t prefix;
   std::uint64_t offset;  // of the record in its buffer
@@ -205,16 +240,6 @@ class run_buffer {
     return true;
   }
 
-  // The same records and references in a larger block whose first bytes
-  // are this buffer's (a realloc of it): the references move to its top.
-  void grow_into(std::byte* base, std::size_t capacity) noexcept {
-    const std::size_t refs_size = count_ * sizeof(sort_ref);
-    const char* old_refs = reinterpret_cast<char*>(base) + capacity_ - refs_size;
-    base_ = reinterpret_cast<char*>(base);
-    capacity_ = capacity / sizeof(sort_ref) * sizeof(sort_ref);
-    std::memmove(reinterpret_cast<char*>(refs_end()) - refs_size, old_refs, refs_size);
-  }
-
   std::span<sort_ref> refs() const noexcept { return {refs_end() - count_, count_}; }
   record_view record(const sort_ref& ref) const noexcept {
     record_view result;
@@ -226,7 +251,6 @@ class run_buffer {
 
   bool empty() const noexcept { return count_ == 0; }
   std::size_t count() const noexcept { return count_; }
-  std::size_t bytes_used() const noexcept { return arena_used_ + count_ * sizeof(sort_ref); }
   void clear() noexcept {
     arena_used_ = 0;
     count_ = 0;
@@ -834,10 +858,9 @@ class external_sorter {
     if (done_) throw error(errc::invalid_argument, "add() after finish(), abort() or a failure");
     try {
       check_lengths(key, value);
-      if (!block_) allocate_block();
+      if (block_.empty()) allocate_block();
       const std::uint64_t prefix = key_prefix(key);
-      if (!buffers_[filling_].try_add(key, value, prefix) &&
-          !(grow_block_to_fit(key, value) && buffers_[filling_].try_add(key, value, prefix))) {
+      if (!buffers_[filling_].try_add(key, value, prefix)) {
         spill();
         if (!buffers_[filling_].try_add(key, value, prefix)) write_alone(key, value);
       }
@@ -869,7 +892,7 @@ class external_sorter {
     runs_.clear();
     current_file_.reset();
     buffers_[0] = buffers_[1] = run_buffer();
-    block_.reset();
+    block_ = anonymous_block();
   }
 
   std::uint64_t entries_added() const noexcept { return entries_; }
@@ -916,35 +939,13 @@ class external_sorter {
     }
   }
 
-  // The block grows to the whole budget less the run writer's buffer; until
-  // it first overflows, one run buffer spans it.
+  // The block is the whole budget less the run writer's buffer; at first
+  // one run buffer spans it.
   void allocate_block() {
-    full_block_size_ = static_cast<std::size_t>(sort_.memory - write_buffer_size_) / 32 * 32;
-    constexpr std::size_t initial_block_size = std::size_t{1} << 20;
-    resize_block(std::min(initial_block_size, full_block_size_));
-    buffers_[0] = run_buffer(block_.get(), block_size_);
+    block_size_ = static_cast<std::size_t>(sort_.memory - write_buffer_size_) / 32 * 32;
+    block_ = anonymous_block(block_size_);
+    buffers_[0] = run_buffer(block_.data(), block_size_);
     filling_ = 0;
-  }
-
-  void resize_block(std::size_t size) {
-    void* resized = std::realloc(block_.get(), size);
-    if (resized == nullptr) throw std::bad_alloc();
-    (void)block_.release();  // realloc freed it, or `resized` is it
-    block_.reset(static_cast<std::byte*>(resized));
-    block_size_ = size;
-  }
-
-  // Doubles the block, while it is one buffer and under its full size,
-  // until the entry fits.  False when it cannot grow.
-  bool grow_block_to_fit(std::string_view key, std::string_view value) {
-    if (halves_ || block_size_ == full_block_size_) return false;
-    run_buffer& buffer = buffers_[0];
-    const std::size_t needed = buffer.bytes_used() + run_buffer::footprint(key, value);
-    std::size_t size = block_size_;
-    while (size < needed && size < full_block_size_) size = std::min(size * 2, full_block_size_);
-    resize_block(size);
-    buffer.grow_into(block_.get(), block_size_);
-    return true;
   }
 
   run_file& current_file() {
@@ -961,14 +962,13 @@ class external_sorter {
     if (full.empty()) return;
     run_file& file = current_file();
     if (!halves_) {
-      // The first overflow: the block has grown to its full size (see
-      // grow_block_to_fit) and is full, and nothing else is under way, so
-      // both threads sort, then the block splits in two.
+      // The first overflow: the whole budget is full and nothing else is
+      // under way, so both threads sort, then the block splits in two.
       const sorted_refs sorted = sort_buffer(full, order_, true);
       write_run(file, full, sorted);
       const std::size_t half = block_size_ / 2;
-      buffers_[0] = run_buffer(block_.get(), half);
-      buffers_[1] = run_buffer(block_.get() + half, half);
+      buffers_[0] = run_buffer(block_.data(), half);
+      buffers_[1] = run_buffer(block_.data() + half, half);
       filling_ = 0;
       halves_ = true;
     } else {
@@ -1024,7 +1024,7 @@ class external_sorter {
   template <typename OpenOutput>
   void finish_in_memory(OpenOutput& open_output) {
     auto&& out = open_output();
-    if (!block_) return;
+    if (block_.empty()) return;
     const run_buffer& buffer = buffers_[0];
     const sorted_refs sorted = sort_buffer(buffer, order_, true);
     progress_.phase = sort_phase::writing;
@@ -1039,7 +1039,7 @@ class external_sorter {
                 });
     progress_.done = progress_.total;
     report();
-    block_.reset();
+    block_ = anonymous_block();
     buffers_[0] = run_buffer();
   }
 
@@ -1048,7 +1048,7 @@ class external_sorter {
     spill();
     worker_.wait();
     buffers_[0] = buffers_[1] = run_buffer();
-    block_.reset();
+    block_ = anonymous_block();
     current_file_.reset();  // the runs keep it open
     const merge_plan plan(sort_.memory);
     progress_.passes = plan.passes(runs_.size());
@@ -1159,12 +1159,8 @@ class external_sorter {
   std::uint32_t key_size_ = 0;
   std::size_t write_buffer_size_ = 0;
 
-  struct free_block {
-    void operator()(std::byte* block) const noexcept { std::free(block); }
-  };
-  std::unique_ptr<std::byte, free_block> block_;
+  anonymous_block block_;
   std::size_t block_size_ = 0;
-  std::size_t full_block_size_ = 0;
   run_buffer buffers_[2];
   int filling_ = 0;
   bool halves_ = false;
