@@ -19,7 +19,7 @@ library=$1
 minimums=(
   "bbtree::detail::reader_core::integer_get(" 16       # a 1 KiB child page
   "bbtree::detail::reader_core::descend(" 32           # 1 KiB, integer and general steps
-  "bbtree::detail::reader_core::get_many(" 13          # 512 bytes of an inner page, 320 of a leaf
+  "bbtree::detail::reader_core::get_many(" 29          # 1 KiB or 512 bytes of an inner page, 320 of a leaf
   "bbtree::detail::reader_core::prefetch_for_scan(" 16 # the next leaf
   "bbtree::detail::reader_core::prefetch_scan_ahead(" 16
   "bbtree::cursor::step_to_next_leaf(" 16
