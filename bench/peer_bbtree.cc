@@ -86,12 +86,18 @@ class bbtree_peer {
     return found;
   }
 
+  // A walk from the bound (cursor::for_each_until), stopped after n
+  // entries: the library's way through a range, as scan_all's is.  Before
+  // 2026-12-04 this stepped a cursor, whose index makes a round trip
+  // through memory at every step (bench/RESULTS.md, "100-entry scans walk").
   template <class F>
   void scan(std::string_view from, std::size_t n, F&& each) const {
-    for (cursor c = reader_->lower_bound(from); n > 0 && !c.is_end(); --n, ++c) {
-      const std::string_view value = c.value();
+    if (n == 0) return;
+    reader_->lower_bound(from).for_each_until(reader_->end(), [&](const entry_ref& entry) {
+      const std::string_view value = entry.value();
       each(value_digest<K>(value.data(), value.size()));
-    }
+      return --n > 0;
+    });
   }
 
   // A walk (reader::for_each), the library's way through many entries;
