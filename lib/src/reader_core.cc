@@ -1287,7 +1287,7 @@ namespace {
 // the rest of the batch.  Up to 256 bytes of a value: measured on 1M
 // path-like keys, whose values take 8 to 2,048 bytes, 122 on average
 // (bench/RESULTS.md, "Every line of a batch's values prefetched for the
-// caller"), get_many over lone lookups 0.459 against 0.496 with the first
+// caller"), get_many over lone lookups 0.479 against 0.507 with the first
 // line only.  (Prefetching the lines in the first pass as well, while the
 // batch's leaves were still loading, was slower on 12-03.)
 constexpr std::size_t value_prefetch_limit = 256;
@@ -1317,7 +1317,7 @@ std::size_t reader_core::get_many(std::span<const std::string_view> keys,
   // the halving search's first step is already in its second half, where
   // the inline keys of byte-string keys take the first half only.  Measured
   // on the Intel Xeon (bench/RESULTS.md, "Integer probes' inner pages
-  // prefetched whole"): get_many over get 0.481 against 0.491.
+  // prefetched whole"): get_many over get 0.476 against 0.487.
   //
   // A batch is bound by the cache lines it asks for (8 to 14 ns each on
   // this machine, however far ahead they are prefetched: bench/RESULTS.md,
