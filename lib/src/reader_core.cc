@@ -490,7 +490,7 @@ template <std::uint32_t Width, bool StrictlyGreater, inline_search Search>
   const unsigned char* base = array + std::size_t{low} * Width;
   std::uint32_t length = high - low;
   if constexpr (Search == inline_search::two_level) {
-    constexpr std::uint32_t block = 64 / Width;
+    constexpr std::uint32_t block = cache_line_bytes / Width;
     // Keys are sorted, so the blocks whose last key is below come first.
     std::uint32_t blocks_below = 0;
 #pragma GCC unroll 4
@@ -1047,7 +1047,7 @@ void reader_core::touch_guessed_leaf(const unsigned char* level2_page, const int
   const std::uint64_t ordinal = level1_page - level_first_page_[1];
   const std::uint64_t guess = first_leaf() + ordinal * leaves_per_level1_page_ +
                               static_cast<std::uint64_t>(fraction * leaves_per_level1_page_);
-  if (guess < end_leaf()) prefetch_page<64>(static_cast<std::uint32_t>(guess));
+  if (guess < end_leaf()) prefetch_page<cache_line_bytes>(static_cast<std::uint32_t>(guess));
 }
 
 // An integer probe's place among the inline keys of its leaf.
@@ -1294,7 +1294,7 @@ constexpr std::size_t value_prefetch_limit = 256;
 
 [[gnu::always_inline]] inline void prefetch_value_lines(std::string_view value) {
   if (value.empty()) return;
-  constexpr std::uintptr_t line_bytes = 64;
+  constexpr std::uintptr_t line_bytes = cache_line_bytes;
   const auto start = reinterpret_cast<std::uintptr_t>(value.data());
   const std::uintptr_t end = start + std::min(value.size(), value_prefetch_limit);
   for (std::uintptr_t line = start & ~(line_bytes - 1); line < end; line += line_bytes)
