@@ -809,12 +809,6 @@ TEST_CASE("spec 17.2: the worked byte-string leaf is byte-exact", "[spec]") {
   decode_file(bytes);
 }
 
-namespace {
-struct decoded_file;
-void check_directory(const std::string& file, const decoded_file& f,
-                     const std::vector<std::string>& probes, bool word_keys);
-}  // namespace
-
 TEST_CASE("spec 5 and 6: header and root page of a u64 -> u64 file", "[spec]") {
   constexpr std::uint32_t page_size = 512;
   constexpr std::uint64_t entries = 20000;
@@ -851,12 +845,8 @@ TEST_CASE("spec 5 and 6: header and root page of a u64 -> u64 file", "[spec]") {
   CHECK(u64(bytes, 96) == 0);
   CHECK(u64(bytes, 104) == 0);
   CHECK(u32(bytes, 112) == 0);
+  CHECK(u64(bytes, 128) == std::uint64_t{h.page_count} * page_size);
   REQUIRE(h.height >= 3);  // 20000 entries in 512-byte pages need inner levels
-  // Section 15.7: above level 1, a directory of 8-byte heads after the pages.
-  CHECK(u64(bytes, 16) == 1);
-  CHECK(u64(bytes, 144) == std::uint64_t{h.page_count} * page_size);
-  CHECK(u32(bytes, 164) == 8);
-  CHECK(u64(bytes, 128) == u64(bytes, 144) + u64(bytes, 152));
 
   check_root_page(bytes, h);
 
@@ -866,12 +856,6 @@ TEST_CASE("spec 5 and 6: header and root page of a u64 -> u64 file", "[spec]") {
     CHECK(f.entries[i].first == keys[i]);
     CHECK(f.entries[i].second == le64(i * 3));
   }
-  std::vector<std::string> probes = {be64(0), be64(~std::uint64_t{0})};
-  for (std::uint64_t i = 0; i < entries; i += 97) {
-    const std::uint64_t key = i * 7919 + (i % 3);
-    probes.insert(probes.end(), {be64(key - 1), be64(key), be64(key + 1)});
-  }
-  check_directory(bytes, f, probes, true);
 
   SECTION("section 15.5: the tree shape follows the greedy fill") {
     std::vector<std::vector<std::size_t>> expected_levels;
@@ -1074,17 +1058,15 @@ std::uint64_t directory_count(const std::string& file, const header_fields& h,
 }
 
 // Every rule of section 12.3 and the builder policy of 15.7 on a decoded
-// file, and the count against a descent's answer for each probe.  Keys of
-// at most eight bytes (`word_keys`) get heads of 8 bytes, which never tie;
-// others heads of 32, which the callers' keys make tie.
+// file, and the count against a descent's answer for each probe.
 void check_directory(const std::string& file, const decoded_file& f,
-                     const std::vector<std::string>& probes, bool word_keys) {
+                     const std::vector<std::string>& probes) {
   const header_fields& h = f.h;
   REQUIRE(h.has_directory);
   const std::uint64_t n = h.level_pages(1) - 1;
   const std::uint64_t hs = h.directory_head_size;
   const std::uint64_t p = h.directory_prefix_length;
-  CHECK(hs == (word_keys ? 8 : 32));  // section 15.7
+  CHECK(hs == 32);  // section 15.7
   std::vector<upper_separator> separators;
   inorder(f, h.root_page, separators);
   REQUIRE(separators.size() == n);
@@ -1111,11 +1093,7 @@ void check_directory(const std::string& file, const decoded_file& f,
     tied_heads += file.compare(h.directory_offset + i * hs, hs, file,
                                h.directory_offset + (i - 1) * hs, hs) == 0;
   }
-  if (word_keys) {
-    CHECK(tied_heads == 0);  // a head holds all of a key after the prefix
-  } else {
-    CHECK(tied_heads > 0);  // the callers' keys make some
-  }
+  CHECK(tied_heads > 0);  // the callers' keys make some
   // The count gives the level-1 page whose keys the probe falls among.
   for (const std::string& q : probes) {
     const std::uint64_t c = directory_count(file, h, separators, q);
@@ -1158,5 +1136,5 @@ TEST_CASE("spec 12.3 and 15.7: the directory region", "[spec]") {
     probes.push_back(keys[i] + '\0');
     probes.push_back(keys[i].substr(0, keys[i].size() - 1));
   }
-  check_directory(bytes, f, probes, false);
+  check_directory(bytes, f, probes);
 }

@@ -8,7 +8,6 @@
 // error(corrupt), never a read outside [base, base + size).
 #pragma once
 
-#include <bbtree/detail/integer_directory.h>
 #include <bbtree/detail/page_view.h>
 #include <bbtree/error.h>
 #include <bbtree/format/layout.h>
@@ -136,10 +135,6 @@ class reader_core {
   // at level 1, from the directory region (spec/FORMAT.md, section 12.3).
   // Never for files whose keys are searched as integers.
   bool uses_directory() const noexcept { return count_heads_ != nullptr; }
-  // Where integer probes find their level-1 page instead: empty unless the
-  // file's keys are searched as integers and it has a directory of 8-byte
-  // heads.
-  const detail::integer_directory& integer_directory() const noexcept { return integer_directory_; }
   // The directory region's parts (no entries when the file has none): open
   // checked that its entries (one per boundary between level-1 pages), head
   // size and prefix fill the region exactly.
@@ -218,18 +213,10 @@ class reader_core {
   template <bool Batched>
   [[gnu::always_inline]] inline bool integer_step(std::uint64_t word, std::uint32_t level,
                                                   std::uint32_t& number) const;
-  [[gnu::always_inline]] inline void touch_guessed_leaf(std::uint64_t low, std::uint64_t high,
-                                                        std::uint64_t target,
+  [[gnu::always_inline]] inline void touch_guessed_leaf(const unsigned char* level2_page,
+                                                        const integer_layout& layout,
+                                                        std::uint32_t index, std::uint64_t target,
                                                         std::uint64_t level1_page) const;
-  // A lone integer probe's level-1 page from the integer directory,
-  // prefetched, with the guessed leaf touched as at level 2 (the directory
-  // holds level 2's separators).
-  [[gnu::always_inline]] inline std::uint32_t directory_level1_page(std::uint64_t word) const;
-  // The level-1 page after `separators` of the directory's (at most its
-  // entries, so a page of level 1 whatever the region holds).
-  std::uint32_t level1_page_after(std::uint32_t separators) const noexcept {
-    return level_first_page_[1] + separators;
-  }
   [[gnu::always_inline]] inline bool integer_leaf_get(std::uint64_t word, std::uint32_t leaf,
                                                       std::optional<std::string_view>& value) const;
   // A batch reads a leaf in two passes (get_many): the probe's place among
@@ -385,7 +372,6 @@ class reader_core {
   // The directory region's parts, set at open from the header and the
   // level table alone: opening reads nothing of the region.
   format::directory::region_view directory_;
-  detail::integer_directory integer_directory_;
   // The search over its heads; null where get_many does not use it.
   head_counter count_heads_ = nullptr;
 };
