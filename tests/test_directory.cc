@@ -89,7 +89,10 @@ void check_both_ways(shape kinds, const model& entries, bool expect_directory) {
   const reader plain = reader::from_memory(as_bytes(without));
   INFO(kinds.describe() << ", height " << fast.info().height);
   REQUIRE((fast.info().directory_length != 0) == expect_directory);
-  REQUIRE(fast.core().uses_directory() == expect_directory);
+  // Integer probes search a tree over the heads; the others the heads.
+  const bool integer = format::word_keys(kinds.keys, kinds.key_size);
+  REQUIRE(fast.core().uses_directory() == (expect_directory && !integer));
+  REQUIRE(fast.core().integer_directory().empty() == !(expect_directory && integer));
   REQUIRE(plain.info().directory_length == 0);
   REQUIRE_FALSE(plain.core().uses_directory());
   REQUIRE(verify_string(with).ok());
@@ -106,12 +109,35 @@ void check_both_ways(shape kinds, const model& entries, bool expect_directory) {
   }
   check_against_model(fast, entries, probes);
   if (!expect_directory) return;
+  if (integer) {
+    // Mapped, open builds the tree from a copy of the region that it reads
+    // with the header (lib/src/mapping.h): the same tree.
+    const scratch_directory scratch;
+    write_file(scratch / "with.bbt", with);
+    const reader mapped = reader::open(scratch / "with.bbt");
+    check_against_model(mapped, entries, probes);
+    const detail::integer_directory& copied = mapped.core().integer_directory();
+    const detail::integer_directory& in_memory = fast.core().integer_directory();
+    REQUIRE(copied.entries() == in_memory.entries());
+    for (const std::string& probe : probes) {
+      const std::uint64_t word = fast.core().integer_word(probe);
+      REQUIRE(copied.count_at_most(copied.probe_of(word)) ==
+              in_memory.count_at_most(in_memory.probe_of(word)));
+    }
+  }
   // The level-1 page the directory names leads to the leaf the tree's
   // descent reaches, in batches of every size up to the largest.
   const detail::reader_core& core = fast.core();
   const std::vector<std::string_view> views(probes.begin(), probes.end());
   std::vector<std::uint32_t> pages(views.size());
-  for (std::size_t start = 0, size = 1; start < views.size(); start += size) {
+  if (integer) {
+    const detail::integer_directory& tree = core.integer_directory();
+    for (std::size_t i = 0; i < views.size(); ++i) {
+      pages[i] =
+          core.level_first_page(1) + tree.count_at_most(tree.probe_of(core.integer_word(views[i])));
+    }
+  }
+  for (std::size_t start = 0, size = 1; !integer && start < views.size(); start += size) {
     size = std::min({size % detail::reader_core::max_directory_batch + 1, views.size() - start});
     core.directory_pages(views.data() + start, size, pages.data() + start);
   }
@@ -204,14 +230,138 @@ TEST_CASE("lookups through the directory answer as the tree does", "[directory][
     }
     check_both_ways(kinds, entries, true);
   }
-  SECTION("integer keys and short trees get none") {
+  SECTION("integer keys: a tree over 8-byte heads") {
     const shape u64_kinds{key_kind::u64, 0, value_kind::u64, 0, 512};
-    check_both_ways(u64_kinds, random_model_of(u64_kinds, 20000, 5), false);
+    check_both_ways(u64_kinds, random_model_of(u64_kinds, 20000, 5), true);
     const shape fixed8{key_kind::fixed, 8, value_kind::none, 0, 512};
-    check_both_ways(fixed8, random_model_of(fixed8, 20000, 6), false);
+    check_both_ways(fixed8, random_model_of(fixed8, 20000, 6), true);
+    const shape i64_kinds{key_kind::i64, 0, value_kind::fixed, 3, 512};
+    check_both_ways(i64_kinds, random_model_of(i64_kinds, 20000, 10), true);
+  }
+  SECTION("integer keys: two upper layers, and a partial last node") {
+    const shape u64_kinds{key_kind::u64, 0, value_kind::none, 0, 512};
+    const model entries = random_model_of(u64_kinds, 300000, 11);
+    check_both_ways(u64_kinds, entries, true);
+    const reader index = reader::from_memory(as_bytes(build_bytes(u64_kinds, entries)));
+    REQUIRE(index.core().integer_directory().entries() > 8 * 9);
+    REQUIRE(index.core().integer_directory().entries() % 8 != 0);
+  }
+  SECTION("integer keys that share their leading bytes: a prefix before the heads") {
+    // Keys 0x4242_4242_xxxx_xxxx (u64) and 0x4242_xxxx_xxxx (6-byte fixed keys).
+    const shape u64_kinds{key_kind::u64, 0, value_kind::u64, 0, 512};
+    const shape fixed6{key_kind::fixed, 6, value_kind::fixed, 2, 512};
+    model wide, narrow;
+    std::mt19937_64 random(12);
+    while (wide.size() < 30000) {
+      const std::uint64_t low = random() & 0xFFFFFFFF;
+      std::string key(8, '\x42');
+      for (int i = 0; i < 4; ++i) key[7 - i] = static_cast<char>(low >> (8 * i));
+      wide[key] = std::string(8, 'v');
+      narrow[key.substr(0, 2) + key.substr(4, 4)] = "vv";
+    }
+    check_both_ways(u64_kinds, wide, true);
+    check_both_ways(fixed6, narrow, true);
+    const reader index = reader::from_memory(as_bytes(build_bytes(u64_kinds, wide)));
+    REQUIRE(index.info().directory_prefix_length >= 4);
+  }
+  SECTION("integer keys built without: the tree from the root") {
+    const shape u64_kinds{key_kind::u64, 0, value_kind::u64, 0, 512, false};
+    const reader index = reader::from_memory(
+        as_bytes(build_bytes(u64_kinds, random_model_of(u64_kinds, 20000, 13))));
+    REQUIRE(index.info().directory_length == 0);
+    REQUIRE(index.core().integer_directory().empty());
+  }
+  SECTION("short trees get none") {
     const shape bytes{key_kind::bytes, 0, value_kind::bytes, 0, 4096};
     check_both_ways(bytes, random_model_of(bytes, 300, 7), false);  // height 2
   }
+}
+
+namespace {
+
+// A directory region of 8-byte heads over `heads` (already after the
+// prefix), with zero locators and `prefix` after them.
+std::string integer_region(const std::vector<std::uint64_t>& heads, const std::string& prefix) {
+  std::string region(heads.size() * (8 + directory::locator_size), '\0');
+  for (std::size_t i = 0; i < heads.size(); ++i)
+    format::store_be(reinterpret_cast<unsigned char*>(region.data()) + 8 * i, heads[i]);
+  return region + prefix;
+}
+
+detail::integer_directory integer_tree(const std::string& region, std::size_t entries,
+                                       std::size_t prefix_length, std::uint32_t key_size) {
+  const directory::region_view view(reinterpret_cast<const unsigned char*>(region.data()),
+                                    static_cast<std::uint32_t>(entries), 8,
+                                    static_cast<std::uint32_t>(prefix_length));
+  return {view, view, key_size};
+}
+
+}  // namespace
+
+// The tree over the heads counts as a search of the sorted heads does, at
+// every size from one head to three upper layers, for probes on, between
+// and beyond the heads, ~0 included; heads in any order (damage) give a
+// count in range.
+TEST_CASE("the integer directory counts heads as a sorted search does", "[directory]") {
+  std::mt19937_64 random(14);
+  for (std::size_t entries :
+       {1, 2, 7, 8, 9, 63, 64, 65, 72, 73, 80, 81, 100, 647, 648, 729, 1207, 5000, 6562}) {
+    INFO("entries " << entries);
+    std::vector<std::uint64_t> heads(entries);
+    // Small gaps, so that probes land on heads and next to them.
+    std::uint64_t at = random() % 4;
+    for (std::uint64_t& head : heads) head = at += 1 + random() % 3;
+    if (entries > 3) heads.back() = ~std::uint64_t{0};  // a head that pads its node
+    const std::string region = integer_region(heads, "");
+    const detail::integer_directory tree = integer_tree(region, entries, 0, 8);
+    REQUIRE(tree.entries() == entries);
+    std::vector<std::uint64_t> probes = {0, ~std::uint64_t{0}, ~std::uint64_t{0} - 1};
+    for (std::size_t i = 0; i < 600; ++i) {
+      const std::uint64_t head = heads[random() % entries];
+      probes.insert(probes.end(), {head - 1, head, head + 1});
+    }
+    for (const std::uint64_t probe : probes) {
+      const auto expected = std::upper_bound(heads.begin(), heads.end(), probe) - heads.begin();
+      REQUIRE(tree.count_at_most({probe, 0}) == expected);
+    }
+    // Out of order, as in a damaged file: any count, within the heads.
+    std::shuffle(heads.begin(), heads.end(), random);
+    const std::string scrambled = integer_region(heads, "");
+    const detail::integer_directory damaged = integer_tree(scrambled, entries, 0, 8);
+    for (const std::uint64_t probe : probes) REQUIRE(damaged.count_at_most({probe, 0}) <= entries);
+  }
+}
+
+TEST_CASE("the integer directory's prefix orders probes as the spec does", "[directory]") {
+  // Three separators of 6-byte keys that share "AB": heads "C\0\0\0", "D..",
+  // "E..", each padded to 8 bytes.
+  const auto word = [](std::string key) {
+    key.resize(8, '\0');
+    return format::load_be<std::uint64_t>(reinterpret_cast<const unsigned char*>(key.data()));
+  };
+  const std::vector<std::uint64_t> heads = {word("C\x01"), word("D"), word("E\xff\xff\xff")};
+  const std::string region = integer_region(heads, "AB");
+  const detail::integer_directory tree = integer_tree(region, 3, 2, 6);
+  const auto count = [&](const std::string& key) {
+    return tree.count_at_most(tree.probe_of(word(key)));
+  };
+  CHECK(count(std::string("AA\xff\xff\xff\xff")) == 0);  // below the prefix
+  CHECK(count(std::string("AC\0\0\0\0", 6)) == 3);       // above it
+  CHECK(count(std::string("ABC\0\0\0", 6)) == 0);
+  CHECK(count(std::string("ABC\x01\0\0", 6)) == 1);
+  CHECK(count(std::string("ABD\0\0\0", 6)) == 2);
+  CHECK(count(std::string("ABE\xff\xff\xfe")) == 2);
+  CHECK(count(std::string("ABE\xff\xff\xff")) == 3);
+  CHECK(count(std::string("AB\xff\0\0\0", 6)) == 3);
+  // A prefix longer than the keys (no builder writes one): a key equal to
+  // its first bytes is below it; the others compare at those bytes.
+  const std::string long_region = integer_region(heads, "ABCDEFGH");
+  const detail::integer_directory long_tree = integer_tree(long_region, 3, 8, 6);
+  CHECK(long_tree.count_at_most(long_tree.probe_of(word("ABCDEF"))) == 0);
+  CHECK(long_tree.count_at_most(long_tree.probe_of(word("ABCDEG"))) == 3);
+  CHECK(long_tree.count_at_most(long_tree.probe_of(word("ABCDEE"))) == 0);
+  // Heads of another size, or keys over eight bytes: no tree.
+  CHECK(integer_tree(region, 3, 2, 9).empty());
 }
 
 namespace {
@@ -245,11 +395,20 @@ void rechecksum_directory(std::string& file, const directory_file& sample) {
   rechecksum_header(file);
 }
 
-// Every query of a damaged file ends, with an answer or bbtree::error.
-void query_everything(const std::string& file, const std::vector<std::string>& probes) {
+// Every query of a damaged file ends, with an answer or bbtree::error:
+// the file read from memory, or, given `scratch`, written there and mapped
+// (whose open reads a directory of 8-byte heads apart, lib/src/mapping.h).
+void query_everything(const std::string& file, const std::vector<std::string>& probes,
+                      const scratch_directory* scratch = nullptr) {
   std::optional<reader> opened;
   try {
-    opened.emplace(reader::from_memory(as_bytes(file), "damaged.bbt"));
+    if (scratch != nullptr) {
+      const std::filesystem::path path = *scratch / "damaged.bbt";
+      write_file(path, file);
+      opened.emplace(reader::open(path));
+    } else {
+      opened.emplace(reader::from_memory(as_bytes(file), "damaged.bbt"));
+    }
   } catch (const error&) {
     return;
   }
@@ -442,5 +601,54 @@ TEST_CASE("directory damage behind a valid checksum", "[directory][verify]") {
     INFO(describe(report));
     REQUIRE(has_region_problem(report, verify_region::directory, "builder policy"));
     check_against_model(reader::from_memory(as_bytes(file)), entries, probes);
+  }
+}
+
+TEST_CASE("integer directory damage behind a valid checksum", "[directory][verify]") {
+  const shape kinds{key_kind::u64, 0, value_kind::u64, 0, 512};
+  const model entries = random_model_of(kinds, 20000, 15);
+  directory_file sample;
+  sample.good = build_bytes(kinds, entries);
+  const reader index = reader::from_memory(as_bytes(sample.good));
+  sample.entries = index.core().directory().entries;
+  sample.offset = index.info().directory_offset;
+  REQUIRE(index.info().directory_head_size == 8);
+  REQUIRE(sample.entries >= 4);
+  std::mt19937_64 random(16);
+  std::vector<std::string> probes = probes_for(kinds, entries, random, 50);
+  probes.resize(std::min<std::size_t>(probes.size(), 400));
+
+  const std::size_t heads_length = std::size_t{sample.entries} * 8;
+  const std::vector<std::pair<const char*, std::function<void(std::string&)>>> damages = {
+      {"a head byte", [&](std::string& f) { f[sample.offset + 8 + 1] ^= 0x20; }},
+      {"heads reversed",
+       [&](std::string& f) {
+         for (std::uint32_t i = 0; i < sample.entries / 2; ++i) {
+           std::swap_ranges(f.begin() + static_cast<std::ptrdiff_t>(sample.offset + 8 * i),
+                            f.begin() + static_cast<std::ptrdiff_t>(sample.offset + 8 * i + 8),
+                            f.begin() + static_cast<std::ptrdiff_t>(sample.offset +
+                                                                    8 * (sample.entries - 1 - i)));
+         }
+       }},
+      {"every head zero",
+       [&](std::string& f) { std::memset(f.data() + sample.offset, 0, heads_length); }},
+      {"every head 0xff",
+       [&](std::string& f) { std::memset(f.data() + sample.offset, 0xff, heads_length); }},
+  };
+  for (const auto& [name, edit] : damages) {
+    DYNAMIC_SECTION(name) {
+      std::string file = sample.good;
+      edit(file);
+      rechecksum_directory(file, sample);
+      const verify_report report = verify_string(file);
+      INFO(describe(report));
+      REQUIRE(has_region_problem(report, verify_region::directory, "the head is not"));
+      // The heads only choose a level-1 page: answers may be wrong, reads
+      // stay in the file, whether open built the tree from the mapping or
+      // from the copy it read apart.
+      query_everything(file, probes);
+      const scratch_directory scratch;
+      query_everything(file, probes, &scratch);
+    }
   }
 }

@@ -809,6 +809,110 @@ TEST_CASE("spec 17.2: the worked byte-string leaf is byte-exact", "[spec]") {
   decode_file(bytes);
 }
 
+namespace {
+
+struct upper_separator {
+  std::uint32_t page = 0, index = 0;
+  std::string key;
+};
+
+// inorder(page) of section 12.3: the separators of levels 2 and above in key
+// order, each after the subtree on its left.
+void inorder(const decoded_file& f, std::uint32_t number, std::vector<upper_separator>& out) {
+  const page_info& page = f.pages.at(number);
+  if (page.level <= 1) return;
+  const std::uint32_t first_child = f.h.level_first_page[page.level - 1] + page.first_child;
+  for (std::uint32_t i = 0; i <= page.count; ++i) {
+    inorder(f, first_child + i, out);
+    if (i < page.count) out.push_back({number, i, page.keys[i]});
+  }
+}
+
+// The count c of section 12.3, computed as the spec says a reader may:
+// from the prefix, the heads, and full separators for the ties only.
+std::uint64_t directory_count(const std::string& file, const header_fields& h,
+                              const std::vector<upper_separator>& separators,
+                              const std::string& q) {
+  const std::uint64_t n = h.level_pages(1) - 1;
+  const std::uint64_t hs = h.directory_head_size;
+  const std::uint64_t p = h.directory_prefix_length;
+  const std::string prefix = file.substr(h.directory_offset + n * (hs + 8), p);
+  const std::size_t m = std::min<std::size_t>(p, q.size());
+  const int order = q.compare(0, m, prefix, 0, m);
+  if (order < 0 || (order == 0 && q.size() < p)) return 0;
+  if (order > 0) return n;
+  std::string probe_head = q.substr(p, hs);
+  probe_head.resize(hs, '\0');
+  std::uint64_t below = 0, ties_at_most = 0;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const std::string head = file.substr(h.directory_offset + i * hs, hs);
+    if (head < probe_head) {
+      ++below;
+    } else if (head == probe_head) {
+      const std::uint64_t locator = h.directory_offset + n * hs + 8 * i;
+      const upper_separator& named = separators.at(i);
+      REQUIRE(u32(file, locator) == named.page);
+      REQUIRE(u16(file, locator + 4) == named.index);
+      if (named.key <= q) ++ties_at_most;
+    }
+  }
+  return below + ties_at_most;
+}
+
+// Every rule of section 12.3 and the builder policy of 15.7 on a decoded
+// file, and the count against a descent's answer for each probe.  Keys of
+// at most eight bytes (`word_keys`) get heads of 8 bytes, which never tie;
+// others heads of 32, which the callers' keys make tie.
+void check_directory(const std::string& file, const decoded_file& f,
+                     const std::vector<std::string>& probes, bool word_keys) {
+  const header_fields& h = f.h;
+  REQUIRE(h.has_directory);
+  const std::uint64_t n = h.level_pages(1) - 1;
+  const std::uint64_t hs = h.directory_head_size;
+  const std::uint64_t p = h.directory_prefix_length;
+  CHECK(hs == (word_keys ? 8 : 32));  // section 15.7
+  std::vector<upper_separator> separators;
+  inorder(f, h.root_page, separators);
+  REQUIRE(separators.size() == n);
+  const std::string prefix = file.substr(h.directory_offset + n * (hs + 8), p);
+  CHECK(p == lcp(separators.front().key, separators.back().key));  // section 15.7
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const upper_separator& separator = separators[i];
+    if (i > 0) CHECK(separators[i - 1].key < separator.key);
+    // Entry i lies between level-1 pages i and i + 1.
+    const std::uint32_t left = h.level_first_page[1] + static_cast<std::uint32_t>(i);
+    CHECK(last_key_under(f, left) < separator.key);
+    CHECK(separator.key <= first_key_under(f, left + 1));
+    const std::uint64_t locator = h.directory_offset + n * hs + 8 * i;
+    CHECK(u32(file, locator) == separator.page);
+    CHECK(u16(file, locator + 4) == separator.index);
+    CHECK(u16(file, locator + 6) == 0);
+    REQUIRE(separator.key.compare(0, p, prefix) == 0);
+    std::string head = separator.key.substr(p, hs);
+    head.resize(hs, '\0');
+    CHECK(file.substr(h.directory_offset + i * hs, hs) == head);
+  }
+  std::uint64_t tied_heads = 0;
+  for (std::uint64_t i = 1; i < n; ++i) {
+    tied_heads += file.compare(h.directory_offset + i * hs, hs, file,
+                               h.directory_offset + (i - 1) * hs, hs) == 0;
+  }
+  if (word_keys) {
+    CHECK(tied_heads == 0);  // a head holds all of a key after the prefix
+  } else {
+    CHECK(tied_heads > 0);  // the callers' keys make some
+  }
+  // The count gives the level-1 page whose keys the probe falls among.
+  for (const std::string& q : probes) {
+    const std::uint64_t c = directory_count(file, h, separators, q);
+    const auto at_most = std::count_if(separators.begin(), separators.end(),
+                                       [&q](const upper_separator& s) { return s.key <= q; });
+    CHECK(c == static_cast<std::uint64_t>(at_most));
+  }
+}
+
+}  // namespace
+
 TEST_CASE("spec 5 and 6: header and root page of a u64 -> u64 file", "[spec]") {
   constexpr std::uint32_t page_size = 512;
   constexpr std::uint64_t entries = 20000;
@@ -845,8 +949,12 @@ TEST_CASE("spec 5 and 6: header and root page of a u64 -> u64 file", "[spec]") {
   CHECK(u64(bytes, 96) == 0);
   CHECK(u64(bytes, 104) == 0);
   CHECK(u32(bytes, 112) == 0);
-  CHECK(u64(bytes, 128) == std::uint64_t{h.page_count} * page_size);
   REQUIRE(h.height >= 3);  // 20000 entries in 512-byte pages need inner levels
+  // Section 15.7: above level 1, a directory of 8-byte heads after the pages.
+  CHECK(u64(bytes, 16) == 1);
+  CHECK(u64(bytes, 144) == std::uint64_t{h.page_count} * page_size);
+  CHECK(u32(bytes, 164) == 8);
+  CHECK(u64(bytes, 128) == u64(bytes, 144) + u64(bytes, 152));
 
   check_root_page(bytes, h);
 
@@ -856,6 +964,12 @@ TEST_CASE("spec 5 and 6: header and root page of a u64 -> u64 file", "[spec]") {
     CHECK(f.entries[i].first == keys[i]);
     CHECK(f.entries[i].second == le64(i * 3));
   }
+  std::vector<std::string> probes = {be64(0), be64(~std::uint64_t{0})};
+  for (std::uint64_t i = 0; i < entries; i += 97) {
+    const std::uint64_t key = i * 7919 + (i % 3);
+    probes.insert(probes.end(), {be64(key - 1), be64(key), be64(key + 1)});
+  }
+  check_directory(bytes, f, probes, true);
 
   SECTION("section 15.5: the tree shape follows the greedy fill") {
     std::vector<std::vector<std::size_t>> expected_levels;
@@ -1007,104 +1121,6 @@ TEST_CASE("spec 2: an empty index has one empty leaf", "[spec]") {
 
 // --- The directory region: FORMAT.md sections 12.3 and 15.7 ------------------
 
-namespace {
-
-struct upper_separator {
-  std::uint32_t page = 0, index = 0;
-  std::string key;
-};
-
-// inorder(page) of section 12.3: the separators of levels 2 and above in key
-// order, each after the subtree on its left.
-void inorder(const decoded_file& f, std::uint32_t number, std::vector<upper_separator>& out) {
-  const page_info& page = f.pages.at(number);
-  if (page.level <= 1) return;
-  const std::uint32_t first_child = f.h.level_first_page[page.level - 1] + page.first_child;
-  for (std::uint32_t i = 0; i <= page.count; ++i) {
-    inorder(f, first_child + i, out);
-    if (i < page.count) out.push_back({number, i, page.keys[i]});
-  }
-}
-
-// The count c of section 12.3, computed as the spec says a reader may:
-// from the prefix, the heads, and full separators for the ties only.
-std::uint64_t directory_count(const std::string& file, const header_fields& h,
-                              const std::vector<upper_separator>& separators,
-                              const std::string& q) {
-  const std::uint64_t n = h.level_pages(1) - 1;
-  const std::uint64_t hs = h.directory_head_size;
-  const std::uint64_t p = h.directory_prefix_length;
-  const std::string prefix = file.substr(h.directory_offset + n * (hs + 8), p);
-  const std::size_t m = std::min<std::size_t>(p, q.size());
-  const int order = q.compare(0, m, prefix, 0, m);
-  if (order < 0 || (order == 0 && q.size() < p)) return 0;
-  if (order > 0) return n;
-  std::string probe_head = q.substr(p, hs);
-  probe_head.resize(hs, '\0');
-  std::uint64_t below = 0, ties_at_most = 0;
-  for (std::uint64_t i = 0; i < n; ++i) {
-    const std::string head = file.substr(h.directory_offset + i * hs, hs);
-    if (head < probe_head) {
-      ++below;
-    } else if (head == probe_head) {
-      const std::uint64_t locator = h.directory_offset + n * hs + 8 * i;
-      const upper_separator& named = separators.at(i);
-      REQUIRE(u32(file, locator) == named.page);
-      REQUIRE(u16(file, locator + 4) == named.index);
-      if (named.key <= q) ++ties_at_most;
-    }
-  }
-  return below + ties_at_most;
-}
-
-// Every rule of section 12.3 and the builder policy of 15.7 on a decoded
-// file, and the count against a descent's answer for each probe.
-void check_directory(const std::string& file, const decoded_file& f,
-                     const std::vector<std::string>& probes) {
-  const header_fields& h = f.h;
-  REQUIRE(h.has_directory);
-  const std::uint64_t n = h.level_pages(1) - 1;
-  const std::uint64_t hs = h.directory_head_size;
-  const std::uint64_t p = h.directory_prefix_length;
-  CHECK(hs == 32);  // section 15.7
-  std::vector<upper_separator> separators;
-  inorder(f, h.root_page, separators);
-  REQUIRE(separators.size() == n);
-  const std::string prefix = file.substr(h.directory_offset + n * (hs + 8), p);
-  CHECK(p == lcp(separators.front().key, separators.back().key));  // section 15.7
-  for (std::uint64_t i = 0; i < n; ++i) {
-    const upper_separator& separator = separators[i];
-    if (i > 0) CHECK(separators[i - 1].key < separator.key);
-    // Entry i lies between level-1 pages i and i + 1.
-    const std::uint32_t left = h.level_first_page[1] + static_cast<std::uint32_t>(i);
-    CHECK(last_key_under(f, left) < separator.key);
-    CHECK(separator.key <= first_key_under(f, left + 1));
-    const std::uint64_t locator = h.directory_offset + n * hs + 8 * i;
-    CHECK(u32(file, locator) == separator.page);
-    CHECK(u16(file, locator + 4) == separator.index);
-    CHECK(u16(file, locator + 6) == 0);
-    REQUIRE(separator.key.compare(0, p, prefix) == 0);
-    std::string head = separator.key.substr(p, hs);
-    head.resize(hs, '\0');
-    CHECK(file.substr(h.directory_offset + i * hs, hs) == head);
-  }
-  std::uint64_t tied_heads = 0;
-  for (std::uint64_t i = 1; i < n; ++i) {
-    tied_heads += file.compare(h.directory_offset + i * hs, hs, file,
-                               h.directory_offset + (i - 1) * hs, hs) == 0;
-  }
-  CHECK(tied_heads > 0);  // the callers' keys make some
-  // The count gives the level-1 page whose keys the probe falls among.
-  for (const std::string& q : probes) {
-    const std::uint64_t c = directory_count(file, h, separators, q);
-    const auto at_most = std::count_if(separators.begin(), separators.end(),
-                                       [&q](const upper_separator& s) { return s.key <= q; });
-    CHECK(c == static_cast<std::uint64_t>(at_most));
-  }
-}
-
-}  // namespace
-
 TEST_CASE("spec 12.3 and 15.7: the directory region", "[spec]") {
   temp_file file("directory");
   // Keys of one site, so that every separator shares a long prefix, some
@@ -1136,5 +1152,5 @@ TEST_CASE("spec 12.3 and 15.7: the directory region", "[spec]") {
     probes.push_back(keys[i] + '\0');
     probes.push_back(keys[i].substr(0, keys[i].size() - 1));
   }
-  check_directory(bytes, f, probes);
+  check_directory(bytes, f, probes, false);
 }

@@ -236,7 +236,7 @@ int main(int argc, char** argv) {
   bool no_directory = false;
   app.add_flag("--no-directory", no_directory,
                "Write no directory region (spec/FORMAT.md, section 12.3): a file that readers of "
-               "format 1.0 and 1.1 can open, with slower lookups of byte-string keys");
+               "format 1.0 and 1.1 can open, with slower lookups");
   app.add_option("--metadata", metadata,
                  "KEY=VALUE stored in the file (escapes as in tsv); may be repeated");
   app.add_option("--memory", memory,

@@ -45,11 +45,11 @@ struct build_options {
   bool sync = true;        // fsync the file and its directory before publishing
   // Recorded in the header's build flags; sorting_builder sets it.
   bool input_unsorted = false;
-  // Write the directory region (spec/FORMAT.md, section 12.3) where it
-  // serves lookups: keys not searched as integers (byte strings, fixed keys
-  // over 8 bytes) in a tree of 3 or more levels.  A file with one is format
-  // 1.2 and readers of 1.0 and 1.1 refuse it (unsupported_feature); turn it
-  // off to write files they can read.
+  // Write the directory region (spec/FORMAT.md, sections 12.3 and 15.7) in
+  // a tree of 3 or more levels, where lookups find their level-1 page
+  // through it.  A file with one is format 1.2 and readers of 1.0 and 1.1
+  // refuse it (unsupported_feature); turn it off to write files they can
+  // read.
   bool directory = true;
   // User metadata, stored in the file; keys must be unique.
   std::vector<std::pair<std::string, std::string>> metadata;

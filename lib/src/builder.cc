@@ -703,7 +703,7 @@ class builder::impl {
         staged_(std::move(destination), options_.overwrite),
         page_buffer_(options_.page_size),
         keep_last_(options_.duplicates == duplicate_policy::keep_last),
-        writes_directory_(options_.directory && !format::word_keys(shape_.keys, shape_.key_size)) {
+        writes_directory_(options_.directory) {
     output_buffer_.reserve(output_flush_size + options_.page_size);
     // Page 0 is written last, over these zeros.  It starts the output, so
     // that every write begins at a multiple of output_flush_size.
@@ -1139,7 +1139,10 @@ class builder::impl {
     detail::directory_builder::region directory;
     std::uint64_t directory_offset = 0;
     if (writes_directory_ && root_level >= 2) {
-      directory = directory_.encode(level_first_page, pages_in_level(1));
+      directory = directory_.encode(level_first_page, pages_in_level(1),
+                                    format::word_keys(shape_.keys, shape_.key_size)
+                                        ? format::directory::builder_word_head_size
+                                        : format::directory::builder_head_size);
       directory_offset = format::directory::region_offset(file_size);
       const std::string padding(directory_offset - file_size, '\0');
       detail::write_all(staged_.fd(), padding.data(), padding.size(), staged_.destination());
@@ -1252,7 +1255,6 @@ class builder::impl {
   std::uint64_t size_before_entry_number_ = ~std::uint64_t{0};
   std::uint64_t size_before_entry_ = 0;
   bool keep_last_;
-  // Keys searched as integers never use a directory (spec/FORMAT.md, section 15).
   bool writes_directory_;
   detail::directory_builder directory_;
   entry_path entry_path_ = entry_path::general;

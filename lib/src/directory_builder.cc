@@ -24,7 +24,7 @@ void directory_builder::add(std::string_view separator, std::uint32_t right_page
 
 directory_builder::region directory_builder::encode(
     const std::array<std::uint32_t, format::max_height>& level_first_page,
-    std::uint32_t level1_pages) const {
+    std::uint32_t level1_pages, std::uint32_t head_size) const {
   const std::size_t count = entries_.size();
   const bool complete =
       count != 0 && count + 1 == level1_pages &&
@@ -38,9 +38,8 @@ directory_builder::region directory_builder::encode(
   const std::size_t prefix_length = common_prefix_length(first, entries_.back().separator);
 
   region encoded;
-  encoded.head_size = directory::builder_head_size;
+  encoded.head_size = head_size;
   encoded.prefix_length = static_cast<std::uint32_t>(prefix_length);
-  const std::size_t head_size = encoded.head_size;
   encoded.bytes.assign(directory::region_length(count, head_size, prefix_length), '\0');
   auto* bytes = reinterpret_cast<unsigned char*>(encoded.bytes.data());
   unsigned char* locators = bytes + directory::locators_offset(count, head_size);

@@ -36,9 +36,10 @@ class directory_builder {
   };
   // The region, once the tree is complete: `level_first_page` gives each
   // level's first page number; `level1_pages` is the number of level-1
-  // pages, of which every boundary must have been added.
+  // pages, of which every boundary must have been added; heads of
+  // `head_size` bytes (format::directory::is_valid_head_size).
   region encode(const std::array<std::uint32_t, format::max_height>& level_first_page,
-                std::uint32_t level1_pages) const;
+                std::uint32_t level1_pages, std::uint32_t head_size) const;
 
  private:
   struct entry {

@@ -46,10 +46,10 @@ namespace page = format::page;
 namespace build_flag = format::build_flag;
 
 BBTREE_FIRST_ANSWER reader_core::reader_core(std::string name, const unsigned char* base,
-                                             std::uint64_t size, keeper holder,
-                                             const unsigned char* header_copy)
+                                             std::uint64_t size, keeper holder, read_apart apart)
     : name_(std::move(name)), base_(base), size_(size), holder_(std::move(holder)) {
-  validate_header(header_copy != nullptr ? header_copy : base);
+  if (apart.header == nullptr) apart.header = base;
+  validate_header(apart);
   decode_upper_pages();
 }
 
@@ -96,7 +96,8 @@ void reader_core::corrupt(std::uint32_t page_number, std::string_view what) cons
                                          std::uint64_t{page_number} * info_.page_size, what));
 }
 
-BBTREE_FIRST_ANSWER void reader_core::validate_header(const unsigned char* header_bytes) {
+BBTREE_FIRST_ANSWER void reader_core::validate_header(const read_apart& apart) {
+  const unsigned char* header_bytes = apart.header;
   auto fail = [this](errc code, std::string_view what) {
     throw error(code, fmt::format("{}: {}", name_, what));
   };
@@ -283,8 +284,20 @@ BBTREE_FIRST_ANSWER void reader_core::validate_header(const unsigned char* heade
     directory_ =
         directory::region_view(base_ + info_.directory_offset, static_cast<std::uint32_t>(entries),
                                info_.directory_head_size, info_.directory_prefix_length);
-    // Keys searched as integers have a faster path than the directory.
-    if (!integer_keys()) count_heads_ = head_counter_for(info_.directory_head_size);
+    // Integer probes count the heads as words, through a tree over them,
+    // built from the region's copy when open read one.
+    if (integer_keys()) {
+      const bool copied = apart.directory.size() == info_.directory_length;
+      integer_directory_ = detail::integer_directory(
+          directory_,
+          copied
+              ? directory::region_view(apart.directory.data(), static_cast<std::uint32_t>(entries),
+                                       info_.directory_head_size, info_.directory_prefix_length)
+              : directory_,
+          info_.key_size);
+    } else {
+      count_heads_ = head_counter_for(info_.directory_head_size);
+    }
   }
   prefix_limit_ =
       info_.keys == key_kind::bytes ? info_.page_size : std::min(info_.key_size, info_.page_size);
@@ -873,14 +886,13 @@ void reader_core::directory_pages(const std::string_view* keys, std::size_t n,
   // Every separator starts with the prefix: a key that does not is below
   // or above them all, and is searched for as an empty rest, in step with
   // the others, with its answer set after.
-  const std::uint32_t first_page = level_first_page_[1];
   std::string_view rests[max_directory_batch];
   bool searched[max_directory_batch];
   for (std::size_t i = 0; i < n; ++i) {
     const int order = order_against_prefix(keys[i], directory_.prefix);
     searched[i] = order == 0;
     if (order == 0) rests[i] = keys[i].substr(directory_.prefix.size());
-    pages[i] = order < 0 ? first_page : first_page + directory_.entries;
+    pages[i] = level1_page_after(order < 0 ? 0 : directory_.entries);
   }
   directory_count counts[max_directory_batch];
   (this->*count_heads_)(rests, n, counts);
@@ -890,7 +902,7 @@ void reader_core::directory_pages(const std::string_view* keys, std::size_t n,
     // side of the key (zero padding, or bytes past the head).
     if (counts[i].tied) [[unlikely]]
       counts[i].count = count_tied_separators(keys[i], rests[i], counts[i].count);
-    pages[i] = first_page + counts[i].count;
+    pages[i] = level1_page_after(counts[i].count);
   }
 }
 
@@ -937,12 +949,17 @@ int reader_core::compare_entry(const page_view& page, std::uint32_t index,
 BBTREE_FIRST_ANSWER std::uint32_t reader_core::descend(std::string_view key) const {
   std::uint32_t number = info_.root_page;
   std::uint32_t level = info_.height - 1;
-  // A lone descent does not use the directory: its halving search makes a
-  // chain of about log2(entries) dependent reads, the last of them in
-  // lines that are seldom cached, where the tree's pages read a few lines
-  // each (bench/RESULTS.md, "The directory region").
+  // A lone descent does not use the directory's heads: a halving search
+  // over them makes a chain of about log2(entries) dependent reads, the
+  // last of them in lines that are seldom cached, where the tree's pages
+  // read a few lines each (bench/RESULTS.md, "The directory region").
+  // Integer probes take the tree over the heads, a line a layer.
   if (integer_probe(key)) {
     const std::uint64_t word = integer_word(key);
+    if (!integer_directory_.empty()) {
+      number = directory_level1_page(word);
+      level = 1;
+    }
     while (level > 0 && integer_step<false>(word, level, number)) --level;
   }
   for (; level > 0; --level) {
@@ -1013,7 +1030,14 @@ bool reader_core::integer_step(std::uint64_t word, std::uint32_t level,
   number = static_cast<std::uint32_t>(child);
   if constexpr (!Batched) {
     prefetch_page(number);
-    if (level == 2) touch_guessed_leaf(p, layout, found.index, found.target, child);
+    // With a separator on each side the probe lies within the page's
+    // prefix, and `target` is its inline key there.
+    if (level == 2 && found.index > 0 && found.index < layout.count) {
+      const unsigned char* keys = p + layout.inline_keys;
+      touch_guessed_leaf(format::load_inline_key(keys, found.index - 1, layout.width),
+                         format::load_inline_key(keys, found.index, layout.width), found.target,
+                         child);
+    }
   }
   return true;
 }
@@ -1030,15 +1054,11 @@ bool reader_core::integer_step(std::uint64_t word, std::uint32_t level,
 // time; prefetching the whole guessed page instead was slower.  Where keys
 // are not spread evenly the guess costs one wasted line.  Only a prefetch:
 // the answer never depends on it.
-void reader_core::touch_guessed_leaf(const unsigned char* level2_page, const integer_layout& layout,
-                                     std::uint32_t index, std::uint64_t target,
+//
+// `low` and `high` are the separators on either side of the probe, and
+// `target` the probe, all three with the same leading bytes left out.
+void reader_core::touch_guessed_leaf(std::uint64_t low, std::uint64_t high, std::uint64_t target,
                                      std::uint64_t level1_page) const {
-  // With a separator on each side the probe lies within the page's prefix,
-  // and `target` is its inline key there.
-  if (index == 0 || index >= layout.count) return;
-  const unsigned char* keys = level2_page + layout.inline_keys;
-  const std::uint64_t low = format::load_inline_key(keys, index - 1, layout.width);
-  const std::uint64_t high = format::load_inline_key(keys, index, layout.width);
   if (!(low <= target && target < high)) return;  // only in a damaged page
   const double fraction = static_cast<double>(target - low) / static_cast<double>(high - low);
   // The builder fills level-1 pages greedily (spec/FORMAT.md, 15.5): with
@@ -1163,10 +1183,30 @@ bool reader_core::answer_in_leaf(std::uint64_t word, std::uint32_t number, const
   return true;
 }
 
+std::uint32_t reader_core::directory_level1_page(std::uint64_t word) const {
+  const integer_directory::probe key = integer_directory_.probe_of(word);
+  const std::uint32_t count = integer_directory_.count_at_most(key);
+  const std::uint32_t number = level1_page_after(count);
+  prefetch_page(number);
+  if (key.outside == 0 && count > 0 && count < integer_directory_.entries()) {
+    touch_guessed_leaf(integer_directory_.head(count - 1), integer_directory_.head(count), key.head,
+                       number);
+  }
+  return number;
+}
+
 BBTREE_FIRST_ANSWER bool reader_core::integer_get(std::uint64_t word,
                                                   std::optional<std::string_view>& value) const {
   std::uint32_t number = info_.root_page;
-  for (std::uint32_t level = info_.height - 1; level > 0; --level) {
+  std::uint32_t level = info_.height - 1;
+  // The directory holds every separator above level 1 (spec/FORMAT.md,
+  // 12.3): counting them finds the level-1 page that the root's descent
+  // would, in a few lines of a small tree instead of two or more pages.
+  if (!integer_directory_.empty()) {
+    number = directory_level1_page(word);
+    level = 1;
+  }
+  for (; level > 0; --level) {
     if (!integer_step<false>(word, level, number)) [[unlikely]]
       return false;
   }
@@ -1341,10 +1381,13 @@ std::size_t reader_core::get_many(std::span<const std::string_view> keys,
   std::size_t found = 0;
   for (std::size_t start = 0; start < keys.size(); start += group) {
     const std::size_t n = std::min(group, keys.size() - start);
-    // With a directory (never beside integer probes), the group's level-1
-    // pages come first, and the descents start there.
+    // With a directory, the group's level-1 pages come first, and the
+    // descents start there: from its heads for probes that are not searched
+    // as integers, or from the tree over them for those that are.
     static_assert(group <= max_directory_batch);
-    const std::uint32_t top_level = uses_directory() ? 1 : info_.height - 1;
+    const bool has_integer_directory = !integer_directory_.empty();
+    const std::uint32_t top_level =
+        uses_directory() || has_integer_directory ? 1 : info_.height - 1;
     for (std::size_t i = 0; i < n; ++i) {
       integer[i] = integer_probe(keys[start + i]);
       words[i] = integer[i] ? integer_word(keys[start + i]) : 0;
@@ -1353,6 +1396,19 @@ std::size_t reader_core::get_many(std::span<const std::string_view> keys,
     if (uses_directory()) {
       directory_pages(keys.data() + start, n, pages);
       for (std::size_t i = 0; i < n; ++i) prefetch_child<batch_prefetch_bytes>(pages[i]);
+    } else if (has_integer_directory) {
+      for (std::size_t i = 0; i < n; ++i) {
+        if (integer[i]) {
+          pages[i] = level1_page_after(
+              integer_directory_.count_at_most(integer_directory_.probe_of(words[i])));
+          prefetch_child(pages[i]);
+        } else {
+          // A probe of another size than the keys: from the root.
+          for (std::uint32_t level = info_.height - 1; level > 1; --level)
+            pages[i] = inner_step(keys[start + i], level, pages[i]);
+          prefetch_child<batch_prefetch_bytes>(pages[i]);
+        }
+      }
     }
     for (std::uint32_t level = top_level; level > 0; --level) {
       for (std::size_t i = 0; i < n; ++i) {

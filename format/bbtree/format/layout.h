@@ -181,10 +181,13 @@ inline constexpr std::size_t locator_reserved_offset = 6;  // u16, 0
 inline constexpr std::uint32_t alignment = 64;
 inline constexpr std::uint32_t max_head_size = 64;
 inline constexpr std::uint32_t max_prefix_length = max_key_length;
-// The builder's choice: path-like separators differ within 32 bytes after
-// their common prefix, so a tie that reads a full separator is rare, and
-// two heads share a cache line.
+// The builder's choice (spec/FORMAT.md, 15.7).  Path-like separators
+// differ within 32 bytes after their common prefix, so a tie that reads a
+// full separator is rare, and two heads share a cache line.  A key of at
+// most eight bytes (word_keys) fits one 8-byte head whole after any
+// prefix, so its heads never tie, and eight of them fill a cache line.
 inline constexpr std::uint32_t builder_head_size = 32;
+inline constexpr std::uint32_t builder_word_head_size = 8;
 
 constexpr bool is_valid_head_size(std::uint64_t head_size) noexcept {
   return head_size >= 8 && head_size <= max_head_size && head_size % 8 == 0;
@@ -327,7 +330,7 @@ constexpr std::uint32_t default_prefix_cap(std::uint32_t page_size) noexcept {
 // there costs lone lookups time at every level (bench/RESULTS.md, "Leaf
 // tails").
 // Whether keys are of one size of at most eight bytes: big-endian words,
-// which readers can search as integers, and which get no directory region.
+// which readers can search as integers.
 constexpr bool word_keys(key_kind keys, std::uint32_t key_size) noexcept {
   return keys != key_kind::bytes && key_size <= 8;
 }

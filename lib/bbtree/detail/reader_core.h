@@ -8,6 +8,7 @@
 // error(corrupt), never a read outside [base, base + size).
 #pragma once
 
+#include <bbtree/detail/integer_directory.h>
 #include <bbtree/detail/page_view.h>
 #include <bbtree/error.h>
 #include <bbtree/format/layout.h>
@@ -46,16 +47,25 @@ struct item_view {
   std::uint32_t stored_checksum = 0;  // external items only
 };
 
+// Bytes of a file read apart from the reader's `base` (with pread,
+// mapping.h), so that opening touches no page of `base`.
+struct read_apart {
+  // The file's first header_size bytes (or all of a shorter file's): the
+  // header is checked there.
+  const unsigned char* header = nullptr;
+  // The directory region that `header` names, read with it, if any
+  // (mapped_bytes::directory); used only where its length is the one
+  // the header checked gives.
+  std::span<const unsigned char> directory;
+};
+
 class reader_core {
  public:
   // Releases whatever holds the bytes (a mapping, a copy), if anything.
   using keeper = std::shared_ptr<void>;
 
-  // `header_copy`, when given, holds the file's first header_size bytes
-  // (or all of a shorter file's), read apart from `base`; the header is
-  // checked there, so that opening touches no page of `base`.
   reader_core(std::string name, const unsigned char* base, std::uint64_t size, keeper holder,
-              const unsigned char* header_copy = nullptr);
+              read_apart apart = {});
 
   const std::string& name() const noexcept { return name_; }
   const unsigned char* base() const noexcept { return base_; }
@@ -135,6 +145,10 @@ class reader_core {
   // at level 1, from the directory region (spec/FORMAT.md, section 12.3).
   // Never for files whose keys are searched as integers.
   bool uses_directory() const noexcept { return count_heads_ != nullptr; }
+  // Where integer probes find their level-1 page instead: empty unless the
+  // file's keys are searched as integers and it has a directory of 8-byte
+  // heads.
+  const detail::integer_directory& integer_directory() const noexcept { return integer_directory_; }
   // The directory region's parts (no entries when the file has none): open
   // checked that its entries (one per boundary between level-1 pages), head
   // size and prefix fill the region exactly.
@@ -213,10 +227,18 @@ class reader_core {
   template <bool Batched>
   [[gnu::always_inline]] inline bool integer_step(std::uint64_t word, std::uint32_t level,
                                                   std::uint32_t& number) const;
-  [[gnu::always_inline]] inline void touch_guessed_leaf(const unsigned char* level2_page,
-                                                        const integer_layout& layout,
-                                                        std::uint32_t index, std::uint64_t target,
+  [[gnu::always_inline]] inline void touch_guessed_leaf(std::uint64_t low, std::uint64_t high,
+                                                        std::uint64_t target,
                                                         std::uint64_t level1_page) const;
+  // A lone integer probe's level-1 page from the integer directory,
+  // prefetched, with the guessed leaf touched as at level 2 (the directory
+  // holds level 2's separators).
+  [[gnu::always_inline]] inline std::uint32_t directory_level1_page(std::uint64_t word) const;
+  // The level-1 page after `separators` of the directory's (at most its
+  // entries, so a page of level 1 whatever the region holds).
+  std::uint32_t level1_page_after(std::uint32_t separators) const noexcept {
+    return level_first_page_[1] + separators;
+  }
   [[gnu::always_inline]] inline bool integer_leaf_get(std::uint64_t word, std::uint32_t leaf,
                                                       std::optional<std::string_view>& value) const;
   // A batch reads a leaf in two passes (get_many): the probe's place among
@@ -330,7 +352,7 @@ class reader_core {
                                                                   std::uint32_t level) const;
 
  private:
-  void validate_header(const unsigned char* header_bytes);
+  void validate_header(const read_apart& apart);
   void decode_upper_pages();
   struct directory_count {
     std::uint32_t count = 0;
@@ -372,6 +394,7 @@ class reader_core {
   // The directory region's parts, set at open from the header and the
   // level table alone: opening reads nothing of the region.
   format::directory::region_view directory_;
+  detail::integer_directory integer_directory_;
   // The search over its heads; null where get_many does not use it.
   head_counter count_heads_ = nullptr;
 };
