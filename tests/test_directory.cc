@@ -17,7 +17,9 @@
 #include <array>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <optional>
+#include <thread>
 #include <utility>
 
 using namespace bbtree;
@@ -110,18 +112,18 @@ void check_both_ways(shape kinds, const model& entries, bool expect_directory) {
   check_against_model(fast, entries, probes);
   if (!expect_directory) return;
   if (integer) {
-    // Mapped, open builds the tree from a copy of the region that it reads
-    // with the header (lib/src/mapping.h): the same tree.
+    // Mapped, the first lookup builds the tree from the mapping: the same
+    // tree as in memory.
     const scratch_directory scratch;
     write_file(scratch / "with.bbt", with);
     const reader mapped = reader::open(scratch / "with.bbt");
     check_against_model(mapped, entries, probes);
-    const detail::integer_directory& copied = mapped.core().integer_directory();
+    const detail::integer_directory& from_mapping = mapped.core().integer_directory();
     const detail::integer_directory& in_memory = fast.core().integer_directory();
-    REQUIRE(copied.entries() == in_memory.entries());
+    REQUIRE(from_mapping.entries() == in_memory.entries());
     for (const std::string& probe : probes) {
       const std::uint64_t word = fast.core().integer_word(probe);
-      REQUIRE(copied.count_at_most(copied.probe_of(word)) ==
+      REQUIRE(from_mapping.count_at_most(from_mapping.probe_of(word)) ==
               in_memory.count_at_most(in_memory.probe_of(word)));
     }
   }
@@ -288,12 +290,16 @@ std::string integer_region(const std::vector<std::uint64_t>& heads, const std::s
   return region + prefix;
 }
 
-detail::integer_directory integer_tree(const std::string& region, std::size_t entries,
-                                       std::size_t prefix_length, std::uint32_t key_size) {
-  const directory::region_view view(reinterpret_cast<const unsigned char*>(region.data()),
-                                    static_cast<std::uint32_t>(entries), 8,
-                                    static_cast<std::uint32_t>(prefix_length));
-  return {view, view, key_size};
+std::unique_ptr<detail::integer_directory> integer_tree(const std::string& region,
+                                                        std::size_t entries,
+                                                        std::size_t prefix_length,
+                                                        std::uint32_t key_size) {
+  auto tree = std::make_unique<detail::integer_directory>();
+  tree->reset(directory::region_view(reinterpret_cast<const unsigned char*>(region.data()),
+                                     static_cast<std::uint32_t>(entries), 8,
+                                     static_cast<std::uint32_t>(prefix_length)),
+              key_size);
+  return tree;
 }
 
 }  // namespace
@@ -313,8 +319,8 @@ TEST_CASE("the integer directory counts heads as a sorted search does", "[direct
     for (std::uint64_t& head : heads) head = at += 1 + random() % 3;
     if (entries > 3) heads.back() = ~std::uint64_t{0};  // a head that pads its node
     const std::string region = integer_region(heads, "");
-    const detail::integer_directory tree = integer_tree(region, entries, 0, 8);
-    REQUIRE(tree.entries() == entries);
+    const auto tree = integer_tree(region, entries, 0, 8);
+    REQUIRE(tree->entries() == entries);
     std::vector<std::uint64_t> probes = {0, ~std::uint64_t{0}, ~std::uint64_t{0} - 1};
     for (std::size_t i = 0; i < 600; ++i) {
       const std::uint64_t head = heads[random() % entries];
@@ -322,13 +328,49 @@ TEST_CASE("the integer directory counts heads as a sorted search does", "[direct
     }
     for (const std::uint64_t probe : probes) {
       const auto expected = std::upper_bound(heads.begin(), heads.end(), probe) - heads.begin();
-      REQUIRE(tree.count_at_most({probe, 0}) == expected);
+      REQUIRE(tree->count_at_most({probe, 0}) == expected);
     }
     // Out of order, as in a damaged file: any count, within the heads.
     std::shuffle(heads.begin(), heads.end(), random);
     const std::string scrambled = integer_region(heads, "");
-    const detail::integer_directory damaged = integer_tree(scrambled, entries, 0, 8);
-    for (const std::uint64_t probe : probes) REQUIRE(damaged.count_at_most({probe, 0}) <= entries);
+    const auto damaged = integer_tree(scrambled, entries, 0, 8);
+    for (const std::uint64_t probe : probes) REQUIRE(damaged->count_at_most({probe, 0}) <= entries);
+  }
+}
+
+// The tree's upper layers are built by the first lookup (not at open):
+// lookups that start together all build one, one is kept, and every one
+// of them answers as the model does.
+TEST_CASE("first lookups race to arrange the integer directory", "[directory][concurrency]") {
+  const shape kinds{key_kind::u64, 0, value_kind::u64, 0, 512};
+  const model entries = random_model_of(kinds, 20000, 17);
+  const std::string file = build_bytes(kinds, entries);
+  std::mt19937_64 random(18);
+  const std::vector<std::string> probes = probes_for(kinds, entries, random, 40);
+  for (int round = 0; round < 20; ++round) {
+    const reader index = reader::from_memory(as_bytes(file));
+    REQUIRE_FALSE(index.core().integer_directory().empty());
+    constexpr int threads = 4;
+    std::vector<std::size_t> wrong(threads, 0);
+    std::atomic<int> waiting{threads};
+    {
+      std::vector<std::jthread> lookups;
+      for (int t = 0; t < threads; ++t) {
+        lookups.emplace_back([&, t] {
+          waiting.fetch_sub(1);
+          while (waiting.load() > 0) {
+          }
+          for (std::size_t i = t; i < probes.size(); i += 1 + t) {
+            const auto found = entries.find(probes[i]);
+            const std::optional<std::string_view> expected =
+                found == entries.end() ? std::nullopt
+                                       : std::optional<std::string_view>(found->second);
+            wrong[t] += index.get(probes[i]) != expected;
+          }
+        });
+      }
+    }
+    for (int t = 0; t < threads; ++t) REQUIRE(wrong[t] == 0);
   }
 }
 
@@ -341,9 +383,9 @@ TEST_CASE("the integer directory's prefix orders probes as the spec does", "[dir
   };
   const std::vector<std::uint64_t> heads = {word("C\x01"), word("D"), word("E\xff\xff\xff")};
   const std::string region = integer_region(heads, "AB");
-  const detail::integer_directory tree = integer_tree(region, 3, 2, 6);
+  const auto tree = integer_tree(region, 3, 2, 6);
   const auto count = [&](const std::string& key) {
-    return tree.count_at_most(tree.probe_of(word(key)));
+    return tree->count_at_most(tree->probe_of(word(key)));
   };
   CHECK(count(std::string("AA\xff\xff\xff\xff")) == 0);  // below the prefix
   CHECK(count(std::string("AC\0\0\0\0", 6)) == 3);       // above it
@@ -356,12 +398,12 @@ TEST_CASE("the integer directory's prefix orders probes as the spec does", "[dir
   // A prefix longer than the keys (no builder writes one): a key equal to
   // its first bytes is below it; the others compare at those bytes.
   const std::string long_region = integer_region(heads, "ABCDEFGH");
-  const detail::integer_directory long_tree = integer_tree(long_region, 3, 8, 6);
-  CHECK(long_tree.count_at_most(long_tree.probe_of(word("ABCDEF"))) == 0);
-  CHECK(long_tree.count_at_most(long_tree.probe_of(word("ABCDEG"))) == 3);
-  CHECK(long_tree.count_at_most(long_tree.probe_of(word("ABCDEE"))) == 0);
+  const auto long_tree = integer_tree(long_region, 3, 8, 6);
+  CHECK(long_tree->count_at_most(long_tree->probe_of(word("ABCDEF"))) == 0);
+  CHECK(long_tree->count_at_most(long_tree->probe_of(word("ABCDEG"))) == 3);
+  CHECK(long_tree->count_at_most(long_tree->probe_of(word("ABCDEE"))) == 0);
   // Heads of another size, or keys over eight bytes: no tree.
-  CHECK(integer_tree(region, 3, 2, 9).empty());
+  CHECK(integer_tree(region, 3, 2, 9)->empty());
 }
 
 namespace {
@@ -396,8 +438,8 @@ void rechecksum_directory(std::string& file, const directory_file& sample) {
 }
 
 // Every query of a damaged file ends, with an answer or bbtree::error:
-// the file read from memory, or, given `scratch`, written there and mapped
-// (whose open reads a directory of 8-byte heads apart, lib/src/mapping.h).
+// the file read from memory, or, given `scratch`, written there and
+// mapped.
 void query_everything(const std::string& file, const std::vector<std::string>& probes,
                       const scratch_directory* scratch = nullptr) {
   std::optional<reader> opened;
@@ -644,8 +686,7 @@ TEST_CASE("integer directory damage behind a valid checksum", "[directory][verif
       INFO(describe(report));
       REQUIRE(has_region_problem(report, verify_region::directory, "the head is not"));
       // The heads only choose a level-1 page: answers may be wrong, reads
-      // stay in the file, whether open built the tree from the mapping or
-      // from the copy it read apart.
+      // stay in the file, in memory or mapped.
       query_everything(file, probes);
       const scratch_directory scratch;
       query_everything(file, probes, &scratch);

@@ -179,32 +179,12 @@ bool wait_for_background_copy(background_copy& copy) { return copy.wait(); }
 
 namespace {
 
-// Reads the header through `fd` into result.header, and then the directory
-// region of 8-byte heads if it has one (mapped_bytes::directory); on a
-// short read the reader reads them in the mapping instead.
+// Reads the header through `fd` into result.header; on a short read the
+// reader checks the header in the mapping instead.
 BBTREE_FIRST_ANSWER void read_header(int fd, std::uint64_t size, mapped_bytes& result) {
   const std::size_t wanted =
       static_cast<std::size_t>(std::min<std::uint64_t>(size, format::header_size));
   result.header_read = ::pread(fd, result.header.data(), wanted, 0) == static_cast<ssize_t>(wanted);
-  if (!result.header_read || wanted < format::header_size) return;
-  namespace header = format::header;
-  const unsigned char* fields = result.header.data();
-  if ((format::load_le<std::uint64_t>(fields + header::required_features_offset) &
-       format::feature::directory) == 0 ||
-      format::load_le<std::uint32_t>(fields + header::directory_head_size_offset) !=
-          format::directory::builder_word_head_size) {
-    return;
-  }
-  const auto offset = format::load_le<std::uint64_t>(fields + header::directory_offset_offset);
-  const auto length = format::load_le<std::uint64_t>(fields + header::directory_length_offset);
-  if (length == 0 || length > max_directory_read || offset > size || length > size - offset) return;
-  auto directory = std::make_unique_for_overwrite<unsigned char[]>(length);
-  if (::pread(fd, directory.get(), length, static_cast<off_t>(offset)) !=
-      static_cast<ssize_t>(length)) {
-    return;
-  }
-  result.directory = std::move(directory);
-  result.directory_length = static_cast<std::size_t>(length);
 }
 
 // Boost's mapped_region constructor is a template that the compiler keeps

@@ -29,21 +29,7 @@ struct mapped_bytes {
   // would take, on the way to the first answer.
   std::array<unsigned char, format::header_size> header{};
   bool header_read = false;
-  // The directory region, read with pread after the header when the header
-  // says its heads are 8 bytes (those of keys searched as integers, spec
-  // 15.7) and it is at most max_directory_read bytes: the reader builds a
-  // tree over those heads at open (detail/integer_directory.h), and reading
-  // them through the mapping would map its pages -- on file systems that
-  // cache files in large folios, the header's page with them.  Checked by
-  // nothing here: the reader uses it only for the region it validated.
-  std::unique_ptr<unsigned char[]> directory;
-  std::size_t directory_length = 0;
 };
-
-// The largest directory region map_file reads apart from the mapping: 128K
-// heads, the directory of a file of about a billion u64 keys.  A larger
-// one is read through the mapping.
-inline constexpr std::uint64_t max_directory_read = std::uint64_t{1} << 20;
 
 // Maps or copies the `size` bytes of the file at `path` as `options` asks.
 // Throws error(io_error) naming the file.  A C string, so that opening a

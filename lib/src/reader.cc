@@ -44,10 +44,9 @@ BBTREE_FIRST_ANSWER reader reader::open_file(const char* path, std::string name,
   const auto size = static_cast<std::uint64_t>(status.st_size);
   if (size == 0) return from_memory({}, std::move(name));  // an empty file: not_bbtree, named
   detail::mapped_bytes bytes = detail::map_file(path, size, options);
-  auto core = std::make_unique<reader_core>(
-      std::move(name), bytes.base, size, std::move(bytes.holder),
-      detail::read_apart{bytes.header_read ? bytes.header.data() : nullptr,
-                         {bytes.directory.get(), bytes.directory_length}});
+  auto core =
+      std::make_unique<reader_core>(std::move(name), bytes.base, size, std::move(bytes.holder),
+                                    bytes.header_read ? bytes.header.data() : nullptr);
   core->set_memory(options.memory, bytes.copy);
   // Started only now that the header has checked: a file that fails to
   // open costs no copy.

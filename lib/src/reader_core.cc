@@ -46,10 +46,10 @@ namespace page = format::page;
 namespace build_flag = format::build_flag;
 
 BBTREE_FIRST_ANSWER reader_core::reader_core(std::string name, const unsigned char* base,
-                                             std::uint64_t size, keeper holder, read_apart apart)
+                                             std::uint64_t size, keeper holder,
+                                             const unsigned char* header_copy)
     : name_(std::move(name)), base_(base), size_(size), holder_(std::move(holder)) {
-  if (apart.header == nullptr) apart.header = base;
-  validate_header(apart);
+  validate_header(header_copy != nullptr ? header_copy : base);
   decode_upper_pages();
 }
 
@@ -96,8 +96,7 @@ void reader_core::corrupt(std::uint32_t page_number, std::string_view what) cons
                                          std::uint64_t{page_number} * info_.page_size, what));
 }
 
-BBTREE_FIRST_ANSWER void reader_core::validate_header(const read_apart& apart) {
-  const unsigned char* header_bytes = apart.header;
+BBTREE_FIRST_ANSWER void reader_core::validate_header(const unsigned char* header_bytes) {
   auto fail = [this](errc code, std::string_view what) {
     throw error(code, fmt::format("{}: {}", name_, what));
   };
@@ -284,17 +283,9 @@ BBTREE_FIRST_ANSWER void reader_core::validate_header(const read_apart& apart) {
     directory_ =
         directory::region_view(base_ + info_.directory_offset, static_cast<std::uint32_t>(entries),
                                info_.directory_head_size, info_.directory_prefix_length);
-    // Integer probes count the heads as words, through a tree over them,
-    // built from the region's copy when open read one.
+    // Integer probes count the heads as words, through a tree over them.
     if (integer_keys()) {
-      const bool copied = apart.directory.size() == info_.directory_length;
-      integer_directory_ = detail::integer_directory(
-          directory_,
-          copied
-              ? directory::region_view(apart.directory.data(), static_cast<std::uint32_t>(entries),
-                                       info_.directory_head_size, info_.directory_prefix_length)
-              : directory_,
-          info_.key_size);
+      integer_directory_.reset(directory_, info_.key_size);
     } else {
       count_heads_ = head_counter_for(info_.directory_head_size);
     }

@@ -47,25 +47,16 @@ struct item_view {
   std::uint32_t stored_checksum = 0;  // external items only
 };
 
-// Bytes of a file read apart from the reader's `base` (with pread,
-// mapping.h), so that opening touches no page of `base`.
-struct read_apart {
-  // The file's first header_size bytes (or all of a shorter file's): the
-  // header is checked there.
-  const unsigned char* header = nullptr;
-  // The directory region that `header` names, read with it, if any
-  // (mapped_bytes::directory); used only where its length is the one
-  // the header checked gives.
-  std::span<const unsigned char> directory;
-};
-
 class reader_core {
  public:
   // Releases whatever holds the bytes (a mapping, a copy), if anything.
   using keeper = std::shared_ptr<void>;
 
+  // `header_copy`, when given, holds the file's first header_size bytes
+  // (or all of a shorter file's), read apart from `base`; the header is
+  // checked there, so that opening touches no page of `base`.
   reader_core(std::string name, const unsigned char* base, std::uint64_t size, keeper holder,
-              read_apart apart = {});
+              const unsigned char* header_copy = nullptr);
 
   const std::string& name() const noexcept { return name_; }
   const unsigned char* base() const noexcept { return base_; }
@@ -352,7 +343,7 @@ class reader_core {
                                                                   std::uint32_t level) const;
 
  private:
-  void validate_header(const read_apart& apart);
+  void validate_header(const unsigned char* header_bytes);
   void decode_upper_pages();
   struct directory_count {
     std::uint32_t count = 0;
