@@ -24,7 +24,8 @@
 // of its pages (lib/src/mapping.h), and reading the region at open mapped
 // the header's page with it where the kernel caches files in large folios;
 // a copy read with pread instead cost 10 us of page faults on fresh heap
-// (bench/RESULTS.md, same entry).  Built once, shared read-only after.
+// (bench/RESULTS.md, "The integer directory landed again").  Built once,
+// shared read-only after.
 //
 // Invariant relied on: any bytes in the region give a count in [0, entries]
 // and reads only inside the region and this object.  A region whose heads
