@@ -1140,9 +1140,7 @@ class builder::impl {
     std::uint64_t directory_offset = 0;
     if (writes_directory_ && root_level >= 2) {
       directory = directory_.encode(level_first_page, pages_in_level(1),
-                                    format::word_keys(shape_.keys, shape_.key_size)
-                                        ? format::directory::builder_word_head_size
-                                        : format::directory::builder_head_size);
+                                    format::builder_head_size_for(shape_.keys, shape_.key_size));
       directory_offset = format::directory::region_offset(file_size);
       const std::string padding(directory_offset - file_size, '\0');
       detail::write_all(staged_.fd(), padding.data(), padding.size(), staged_.destination());

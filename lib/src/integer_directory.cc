@@ -21,15 +21,10 @@ BBTREE_FIRST_ANSWER void integer_directory::reset(const format::directory::regio
   // called only if a lookup came before.
   if (const arrangement* built = arrangement_.exchange(nullptr, std::memory_order_acq_rel))
     release(built);
-  region_ = region;
-  key_size_ = key_size;
-  heads_ = region.heads;
-  // Readers reach this only for heads of 8 bytes over keys of at most 8
-  // bytes (reader_core checks both).
   const bool word_heads =
       region.head_size == format::directory::builder_word_head_size && key_size <= 8;
-  entries_ = word_heads ? region.entries : 0;
-  full_bottom_nodes_ = entries_ / node_heads;
+  region_ = word_heads ? region : format::directory::region_view{};
+  key_size_ = key_size;
 }
 
 BBTREE_FIRST_ANSWER const integer_directory::arrangement* integer_directory::arrange() const {
@@ -40,7 +35,8 @@ BBTREE_FIRST_ANSWER const integer_directory::arrangement* integer_directory::arr
   std::uint64_t layer_span[max_upper_layers];
   upper_layer layers[max_upper_layers];
   std::uint32_t layer_count = 0;
-  std::uint32_t below = (entries_ + node_heads - 1) / node_heads;
+  const std::uint32_t entries = region_.entries;
+  std::uint32_t below = (entries + node_heads - 1) / node_heads;
   std::uint64_t span = node_heads;
   std::size_t slots = 0;
   while (below > 1) {
@@ -69,17 +65,17 @@ BBTREE_FIRST_ANSWER const integer_directory::arrangement* integer_directory::arr
     for (std::uint64_t node = 0; node < layer_nodes[layer]; ++node) {
       for (std::uint64_t child = 1; child < node_children; ++child) {
         const std::uint64_t entry = (node * node_children + child) * layer_span[layer];
-        *slot++ = entry < entries_ ? head(entry) : ~std::uint64_t{0};
+        *slot++ = entry < entries ? head(entry) : ~std::uint64_t{0};
       }
     }
     first_slot += std::size_t{layer_nodes[layer]} * node_heads;
   }
 
   tree->last_bottom_node.fill(0xFF);
-  if (entries_ != 0)
-    std::memcpy(tree->last_bottom_node.data(),
-                heads_ + std::size_t{full_bottom_nodes_} * line_bytes,
-                std::size_t{entries_ - full_bottom_nodes_ * node_heads} * 8);
+  const std::uint32_t full_nodes = full_bottom_nodes();
+  if (entries != 0)
+    std::memcpy(tree->last_bottom_node.data(), region_.heads + std::size_t{full_nodes} * line_bytes,
+                std::size_t{entries - full_nodes * node_heads} * 8);
 
   const std::size_t prefix_length = region_.prefix.size();
   const std::size_t compared = std::min<std::size_t>(prefix_length, key_size_);

@@ -335,6 +335,13 @@ constexpr bool word_keys(key_kind keys, std::uint32_t key_size) noexcept {
   return keys != key_kind::bytes && key_size <= 8;
 }
 
+// The head size of the directory region that the reference builder writes
+// for such keys and for the others (spec/FORMAT.md, 15.7).
+constexpr std::uint32_t builder_head_size_for(key_kind keys, std::uint32_t key_size) noexcept {
+  return word_keys(keys, key_size) ? directory::builder_word_head_size
+                                   : directory::builder_head_size;
+}
+
 constexpr std::uint32_t policy_inline_width(page_kind kind, key_kind keys, std::uint32_t key_size,
                                             std::uint32_t prefix_length,
                                             std::uint16_t minor_version = format_minor) noexcept {

@@ -55,13 +55,15 @@ class integer_directory {
   integer_directory(const integer_directory&) = delete;
   integer_directory& operator=(const integer_directory&) = delete;
 
-  // Over `region`, of heads of format::directory::builder_word_head_size
-  // bytes, in a file of `key_size`-byte keys (at most 8); anything else
-  // leaves it empty.  Reads nothing of the region.
+  // Over `region` in a file of `key_size`-byte keys.  Only heads of
+  // format::directory::builder_word_head_size bytes over keys of at most 8
+  // bytes make a tree; any other region (another writer's choice, or
+  // damage) leaves it empty, and lookups descend from the root.  Reads
+  // nothing of the region.
   void reset(const format::directory::region_view& region, std::uint32_t key_size);
 
-  bool empty() const noexcept { return entries_ == 0; }
-  std::uint32_t entries() const noexcept { return entries_; }
+  bool empty() const noexcept { return region_.entries == 0; }
+  std::uint32_t entries() const noexcept { return region_.entries; }
 
   // A probe key's word (padded_word) as the heads order it: what follows the
   // directory's prefix, or the verdict that it lies below or above every
@@ -82,7 +84,8 @@ class integer_directory {
 
   // The number of separators <= the probe.
   [[gnu::always_inline]] std::uint32_t count_at_most(const probe& key) const {
-    if (key.outside != 0) return key.outside < 0 ? 0 : entries_;
+    const std::uint32_t entries = region_.entries;
+    if (key.outside != 0) return key.outside < 0 ? 0 : entries;
     const arrangement& tree = arranged();
     std::uint32_t node = 0;
     for (std::uint32_t layer = 0; layer < tree.upper_layer_count; ++layer) {
@@ -95,18 +98,20 @@ class integer_directory {
       // clamp keeps such a probe, and damage, in the layer below.
       node = std::min(node * node_children + child, upper.last_child);
     }
-    const unsigned char* heads = node < full_bottom_nodes_ ? heads_ + std::size_t{node} * line_bytes
-                                                           : tree.last_bottom_node.data();
+    // Heads are 8 bytes (reset): a constant stride, not region_.head_size.
+    const unsigned char* heads = node < full_bottom_nodes()
+                                     ? region_.heads + std::size_t{node} * line_bytes
+                                     : tree.last_bottom_node.data();
     std::uint32_t count = 0;
 #pragma GCC unroll 8
     for (std::uint32_t slot = 0; slot < node_heads; ++slot)
       count += format::load_be<std::uint64_t>(heads + 8 * slot) <= key.head;
-    return std::min(node * node_heads + count, entries_);
+    return std::min(node * node_heads + count, entries);
   }
 
   // Head `entry` (< entries()) as a word, ordered as probe::head is.
   std::uint64_t head(std::uint64_t entry) const noexcept {
-    return format::load_be<std::uint64_t>(heads_ + entry * 8);
+    return format::load_be<std::uint64_t>(region_.heads + entry * 8);
   }
 
  private:
@@ -148,13 +153,12 @@ class integer_directory {
   // it, the first to publish wins and the others free theirs.
   const arrangement* arrange() const;
   static void release(const arrangement* tree) noexcept;
+  // Bottom nodes that the region holds whole.
+  std::uint32_t full_bottom_nodes() const noexcept { return region_.entries / node_heads; }
 
+  // No entries unless the region makes a tree (reset).
   format::directory::region_view region_;
   std::uint32_t key_size_ = 0;
-  const unsigned char* heads_ = nullptr;
-  std::uint32_t entries_ = 0;
-  // Bottom nodes that the region holds whole.
-  std::uint32_t full_bottom_nodes_ = 0;
   mutable std::atomic<const arrangement*> arrangement_{nullptr};
 };
 
