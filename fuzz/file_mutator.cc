@@ -35,6 +35,10 @@ struct layout {
   std::uint64_t blob_length = 0;
   std::uint64_t metadata_offset = 0;
   std::uint64_t metadata_length = 0;
+  std::uint64_t directory_offset = 0;
+  std::uint64_t directory_length = 0;
+  std::uint32_t directory_head_size = 0;
+  std::uint32_t directory_prefix_length = 0;
 };
 
 bool read_layout(const std::uint8_t* data, std::size_t size, layout& out) {
@@ -51,6 +55,11 @@ bool read_layout(const std::uint8_t* data, std::size_t size, layout& out) {
   out.blob_length = load_le<std::uint64_t>(data + header::blob_length_offset);
   out.metadata_offset = load_le<std::uint64_t>(data + header::metadata_offset_offset);
   out.metadata_length = load_le<std::uint64_t>(data + header::metadata_length_offset);
+  out.directory_offset = load_le<std::uint64_t>(data + header::directory_offset_offset);
+  out.directory_length = load_le<std::uint64_t>(data + header::directory_length_offset);
+  out.directory_head_size = load_le<std::uint32_t>(data + header::directory_head_size_offset);
+  out.directory_prefix_length =
+      load_le<std::uint32_t>(data + header::directory_prefix_length_offset);
   return true;
 }
 
@@ -135,6 +144,10 @@ constexpr field header_fields[] = {
     {header::level_table_offset + 4, 4},
     {header::level_table_offset + 8, 4},
     {header::level_table_offset + 12, 4},
+    {header::directory_offset_offset, 8},
+    {header::directory_length_offset, 8},
+    {header::directory_head_size_offset, 4},
+    {header::directory_prefix_length_offset, 4},
 };
 
 constexpr field page_fields[] = {
@@ -270,6 +283,49 @@ void mutate_page(std::mt19937& random, std::uint8_t* data, std::size_t size, con
   }
 }
 
+// Changes the directory region (spec/FORMAT.md, 12.3) where its structure
+// is: a head copied over another (a tie, or heads out of order), two heads
+// swapped, a locator naming another page or separator, a byte of the
+// prefix, or any byte of the region.
+void mutate_directory(std::mt19937& random, std::uint8_t* data, std::size_t size,
+                      const layout& file) {
+  const std::uint64_t offset = file.directory_offset;
+  const std::uint64_t length = file.directory_length;
+  if (length == 0 || !region_in(offset, length, size)) return;
+  std::uint8_t* region = data + offset;
+  const std::uint64_t head_size = file.directory_head_size;
+  const std::uint64_t per_entry = head_size + format::directory::locator_size;
+  const std::uint64_t entries =
+      format::directory::is_valid_head_size(head_size) && length >= file.directory_prefix_length
+          ? (length - file.directory_prefix_length) / per_entry
+          : 0;
+  const unsigned choice = random() % 6;
+  if (entries >= 2 && choice < 2) {
+    std::uint8_t* a = region + (random() % entries) * head_size;
+    std::uint8_t* b = region + (random() % entries) * head_size;
+    if (choice == 0) {
+      std::memmove(b, a, head_size);
+    } else {
+      std::swap_ranges(a, a + head_size, b);
+    }
+  } else if (entries >= 1 && choice < 4) {
+    std::uint8_t* locator = region + format::directory::locators_offset(entries, head_size) +
+                            (random() % entries) * format::directory::locator_size;
+    const field f = random() % 2 == 0 ? field{format::directory::locator_page_offset, 4}
+                                      : field{format::directory::locator_index_offset, 2};
+    store_field(
+        locator + f.offset, f.size,
+        interesting_value(random, load_field(locator + f.offset, f.size), f.size, file, size));
+  } else if (entries >= 1 && choice == 4 && file.directory_prefix_length > 0) {
+    const std::uint64_t prefix = format::directory::prefix_offset(entries, head_size);
+    const std::uint64_t at = prefix + random() % (length - prefix);
+    mutate_bytes_at(random, region + at, static_cast<std::size_t>(length - at), file, size);
+  } else {
+    const std::uint64_t at = random() % length;
+    mutate_bytes_at(random, region + at, static_cast<std::size_t>(length - at), file, size);
+  }
+}
+
 }  // namespace
 
 bool fix_checksums(std::span<std::uint8_t> file) {
@@ -289,6 +345,12 @@ bool fix_checksums(std::span<std::uint8_t> file) {
       store_le(data + header::metadata_checksum_offset,
                format::crc32c(data + shape.metadata_offset,
                               static_cast<std::size_t>(shape.metadata_length)));
+    }
+    if (shape.directory_length > 0 &&
+        region_in(shape.directory_offset, shape.directory_length, size)) {
+      store_le(data + header::directory_checksum_offset,
+               format::crc32c(data + shape.directory_offset,
+                              static_cast<std::size_t>(shape.directory_length)));
     }
   }
   store_le(data + header::checksum_offset, format::header_checksum(data));
@@ -342,6 +404,8 @@ std::size_t mutate_file(std::uint8_t* data, std::size_t size, std::size_t max_si
     const field& f = header_fields[random() % std::size(header_fields)];
     store_field(data + f.offset, f.size,
                 interesting_value(random, load_field(data + f.offset, f.size), f.size, file, size));
+  } else if (choice < 76 && file.directory_length > 0) {
+    mutate_directory(random, data, size, file);
   } else if (choice < 80 && (file.blob_length > 0 || file.metadata_length > 0)) {
     // The blob or metadata region.
     const bool blob = file.blob_length > 0 && (file.metadata_length == 0 || random() % 2 == 0);

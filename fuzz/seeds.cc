@@ -170,6 +170,10 @@ std::vector<seed_shape> seed_shapes() {
   shapes.push_back({key_kind::bytes, 0, value_kind::none, 0, 512, 1500, false, false});
   shapes.push_back({key_kind::bytes, 0, value_kind::bytes, 0, 512, 300, true, true});
   shapes.push_back({key_kind::i64, 0, value_kind::fixed, 3, 512, 600, false, false});
+  // A directory region of a dozen entries: the integer directory's tree
+  // (lib/bbtree/detail/integer_directory.h) gets a layer above its bottom
+  // nodes, and a last node it pads.
+  shapes.push_back({key_kind::u64, 0, value_kind::u64, 0, 512, 40000, false, false});
   // Larger pages.
   shapes.push_back({key_kind::bytes, 0, value_kind::bytes, 0, 4096, 200, true, false});
   shapes.push_back({key_kind::u64, 0, value_kind::none, 0, 2048, 300, false, false});
