@@ -252,6 +252,13 @@ void mutate_bytes_at(std::mt19937& random, std::uint8_t* at, std::size_t room, c
   }
 }
 
+// mutate_bytes_at somewhere in the `length` bytes from `begin` (length > 0).
+void mutate_bytes_within(std::mt19937& random, std::uint8_t* begin, std::uint64_t length,
+                         const layout& file, std::size_t file_size) {
+  const std::uint64_t at = random() % length;
+  mutate_bytes_at(random, begin + at, static_cast<std::size_t>(length - at), file, file_size);
+}
+
 // Changes bytes of one page, mostly in its header fields and in the part
 // its heap_end says is used.
 void mutate_page(std::mt19937& random, std::uint8_t* data, std::size_t size, const layout& file,
@@ -318,12 +325,19 @@ void mutate_directory(std::mt19937& random, std::uint8_t* data, std::size_t size
         interesting_value(random, load_field(locator + f.offset, f.size), f.size, file, size));
   } else if (entries >= 1 && choice == 4 && file.directory_prefix_length > 0) {
     const std::uint64_t prefix = format::directory::prefix_offset(entries, head_size);
-    const std::uint64_t at = prefix + random() % (length - prefix);
-    mutate_bytes_at(random, region + at, static_cast<std::size_t>(length - at), file, size);
+    mutate_bytes_within(random, region + prefix, length - prefix, file, size);
   } else {
-    const std::uint64_t at = random() % length;
-    mutate_bytes_at(random, region + at, static_cast<std::size_t>(length - at), file, size);
+    mutate_bytes_within(random, region, length, file, size);
   }
+}
+
+// Stores at `checksum_offset` of the header the CRC32C of a region, if the
+// header places it in the file.
+void fix_region_checksum(std::uint8_t* data, std::size_t size, std::uint64_t offset,
+                         std::uint64_t length, std::size_t checksum_offset) {
+  if (length > 0 && region_in(offset, length, size))
+    store_le(data + checksum_offset,
+             format::crc32c(data + offset, static_cast<std::size_t>(length)));
 }
 
 }  // namespace
@@ -340,18 +354,10 @@ bool fix_checksums(std::span<std::uint8_t> file) {
       std::uint8_t* bytes = data + std::size_t{number} * shape.page_size;
       store_le(bytes + page::checksum_offset, format::page_checksum(bytes, shape.page_size));
     }
-    if (shape.metadata_length > 0 &&
-        region_in(shape.metadata_offset, shape.metadata_length, size)) {
-      store_le(data + header::metadata_checksum_offset,
-               format::crc32c(data + shape.metadata_offset,
-                              static_cast<std::size_t>(shape.metadata_length)));
-    }
-    if (shape.directory_length > 0 &&
-        region_in(shape.directory_offset, shape.directory_length, size)) {
-      store_le(data + header::directory_checksum_offset,
-               format::crc32c(data + shape.directory_offset,
-                              static_cast<std::size_t>(shape.directory_length)));
-    }
+    fix_region_checksum(data, size, shape.metadata_offset, shape.metadata_length,
+                        header::metadata_checksum_offset);
+    fix_region_checksum(data, size, shape.directory_offset, shape.directory_length,
+                        header::directory_checksum_offset);
   }
   store_le(data + header::checksum_offset, format::header_checksum(data));
   return true;
@@ -411,11 +417,8 @@ std::size_t mutate_file(std::uint8_t* data, std::size_t size, std::size_t max_si
     const bool blob = file.blob_length > 0 && (file.metadata_length == 0 || random() % 2 == 0);
     const std::uint64_t offset = blob ? file.blob_offset : file.metadata_offset;
     const std::uint64_t length = blob ? file.blob_length : file.metadata_length;
-    if (region_in(offset, length, size) && length > 0) {
-      const std::uint64_t at = offset + random() % length;
-      mutate_bytes_at(random, data + at, static_cast<std::size_t>(offset + length - at), file,
-                      size);
-    }
+    if (region_in(offset, length, size) && length > 0)
+      mutate_bytes_within(random, data + offset, length, file, size);
   } else if (choice < 88 && file.pages >= 3) {
     // Whole pages: one copied over another, or two swapped.
     const std::uint32_t a = 1 + random() % (file.pages - 1);
