@@ -251,9 +251,11 @@ class cursor {
     }
   }
 
-  // Decodes leaf_ into leaf_page_, or clears it at the end: called
-  // whenever core_ or leaf_ changes.
+  // Decodes leaf_ into leaf_page_, or leaves it (leave_leaf) at the end:
+  // called whenever core_ or leaf_ changes.
   void load_leaf();
+  // At the end: leaf_page_'s bytes null and its count 0, fixed_values_ null.
+  void leave_leaf() noexcept;
   // Makes `leaf`, page leaf_ decoded and checked, the current leaf.
   void adopt_leaf(const detail::page_view& leaf);
   cursor& step_to_next_leaf();
@@ -285,7 +287,8 @@ class cursor {
   const detail::shard_set* set_ = nullptr;
   std::uint32_t shard_ = 0;
   // Invariant: leaf_page_ is page leaf_ of core_, decoded and checked,
-  // whenever the cursor is at an entry; its bytes are null at the end.
+  // whenever the cursor is at an entry; at the end its bytes are null and
+  // its count 0, and its other fields mean nothing.
   detail::page_view leaf_page_{};
   // The leaf's value array when values have a fixed size (u64, fixed or
   // none), else null; null at the end.
