@@ -50,6 +50,14 @@ TEST_CASE("bad input in the middle of the stream", "[build][failure]") {
       REQUIRE(failure.code() == errc::out_of_order);
       REQUIRE(std::string(failure.what()).find("entry 50001") != std::string::npos);
     }
+    // A key that the open leaf would take as it is (same prefix, room left) is
+    // refused too: the build was abandoned.
+    try {
+      writer.add(u64_key(99999), u64_value(0));
+      FAIL("an entry was accepted after a failed add()");
+    } catch (const error& failure) {
+      REQUIRE(failure.code() == errc::invalid_argument);
+    }
     REQUIRE_THROWS_AS(writer.finish(), error);
   }
   REQUIRE(read_file(path) == previous);

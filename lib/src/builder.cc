@@ -175,6 +175,37 @@ inline void copy_bytes(unsigned char* to, const void* from, std::size_t length) 
   }
 }
 
+// Copies `count` pieces of `length` bytes, one every `stride` bytes from
+// `from`, one after another to `to`: the key tails of a fixed-size-key page.
+// The short lengths that integer keys leave get a loop each, with the
+// length known to the compiler: copy_bytes's tests of it would cost more
+// than the copy.
+template <std::size_t Length>
+inline void copy_pieces(unsigned char* to, const unsigned char* from, std::size_t stride,
+                        std::uint32_t count) noexcept {
+  for (std::uint32_t i = 0; i < count; ++i) {
+    std::memcpy(to + std::size_t{i} * Length, from + std::size_t{i} * stride, Length);
+  }
+}
+
+inline void copy_pieces(unsigned char* to, const unsigned char* from, std::size_t stride,
+                        std::uint32_t count, std::uint32_t length) noexcept {
+  switch (length) {
+    case 1:
+      return copy_pieces<1>(to, from, stride, count);
+    case 2:
+      return copy_pieces<2>(to, from, stride, count);
+    case 3:
+      return copy_pieces<3>(to, from, stride, count);
+    case 4:
+      return copy_pieces<4>(to, from, stride, count);
+    default:
+      for (std::uint32_t i = 0; i < count; ++i) {
+        copy_bytes(to + std::size_t{i} * length, from + std::size_t{i} * stride, length);
+      }
+  }
+}
+
 // Zeroes the padding between two sections of a page.
 inline void zero_gap(unsigned char* page, std::uint32_t from, std::uint32_t to) noexcept {
   if (to > from) std::memset(page + from, 0, to - from);
@@ -315,31 +346,28 @@ class open_page {
   // file's sizes, or runtime_size; ValueSize is 0 for inner pages.
   template <std::uint32_t KeySize, std::uint32_t ValueSize>
   [[gnu::always_inline]] bool try_append_fixed(const char* key, const char* value) {
-    const std::uint32_t key_size = KeySize != runtime_size ? KeySize : shape_.key_size;
     if (count_ == 0) [[unlikely]] {
       start_fixed_layout();
     } else {
-      const auto* first = keys_.data();
-      const auto* next = reinterpret_cast<const unsigned char*>(key);
-      std::uint32_t shared;
-      if constexpr (KeySize == 8) {
-        const std::uint64_t difference =
-            load_le<std::uint64_t>(first) ^ load_le<std::uint64_t>(next);
-        shared = difference == 0 ? 8 : static_cast<std::uint32_t>(std::countr_zero(difference)) / 8;
-        shared = std::min(shared, prefix_length_);
-      } else {
-        shared = shared_prefix(first, next, key_size, prefix_length_);
-      }
+      const std::uint32_t shared = prefix_shared_with<KeySize>(key);
       if (shared != prefix_length_) [[unlikely]] {
         if (!shrink_fixed_prefix(shared)) return false;
       }
       if (count_ >= capacity_) return false;
     }
-    std::memcpy(keys_.data() + std::size_t{count_} * key_size, key, key_size);
-    const std::uint32_t value_size = ValueSize != runtime_size ? ValueSize : shape_.value_size;
-    if (value_size != 0)
-      std::memcpy(values_.data() + std::size_t{count_} * value_size, value, value_size);
-    ++count_;
+    append_fixed<KeySize, ValueSize>(key, value);
+    return true;
+  }
+
+  // try_append_fixed's common case alone: a page that is not empty, whose
+  // prefix `key` keeps, with room for one more entry.  Otherwise it says
+  // false and changes nothing, and try_append_fixed decides.  Nothing here
+  // calls out, so builder::add's path through it saves no registers.
+  template <std::uint32_t KeySize, std::uint32_t ValueSize>
+  [[gnu::always_inline]] bool try_append_fixed_same_prefix(const char* key, const char* value) {
+    if (count_ == 0 || count_ >= capacity_ || prefix_shared_with<KeySize>(key) != prefix_length_)
+      return false;
+    append_fixed<KeySize, ValueSize>(key, value);
     return true;
   }
 
@@ -429,11 +457,8 @@ class open_page {
       key_data_end += count * slot_size;                // the slots are written with the heap below
     } else if (sections.tail_width > 0 && count > 0) {  // an empty page may have no key buffer
       const std::uint32_t tail = sections.tail_width;
-      const unsigned char* source = keys_.data() + prefix + width;
-      unsigned char* target = page + sections.key_data;
-      for (std::uint32_t i = 0; i < count; ++i) {
-        copy_bytes(target + std::size_t{i} * tail, source + std::size_t{i} * shape_.key_size, tail);
-      }
+      copy_pieces(page + sections.key_data, keys_.data() + prefix + width, shape_.key_size, count,
+                  tail);
       key_data_end += count * tail;
     }
     zero_gap(page, key_data_end, sections.values);
@@ -460,6 +485,33 @@ class open_page {
   }
 
  private:
+  // How much of the prefix a fixed-size key shares with the page's first
+  // key (and so with all of its keys): at most prefix_length_.
+  template <std::uint32_t KeySize>
+  [[gnu::always_inline]] std::uint32_t prefix_shared_with(const char* key) const noexcept {
+    const auto* first = keys_.data();
+    const auto* next = reinterpret_cast<const unsigned char*>(key);
+    if constexpr (KeySize == 8) {
+      const std::uint64_t difference = load_le<std::uint64_t>(first) ^ load_le<std::uint64_t>(next);
+      const std::uint32_t shared =
+          difference == 0 ? 8 : static_cast<std::uint32_t>(std::countr_zero(difference)) / 8;
+      return std::min(shared, prefix_length_);
+    } else {
+      const std::uint32_t key_size = KeySize != runtime_size ? KeySize : shape_.key_size;
+      return shared_prefix(first, next, key_size, prefix_length_);
+    }
+  }
+
+  template <std::uint32_t KeySize, std::uint32_t ValueSize>
+  [[gnu::always_inline]] void append_fixed(const char* key, const char* value) {
+    const std::uint32_t key_size = KeySize != runtime_size ? KeySize : shape_.key_size;
+    std::memcpy(keys_.data() + std::size_t{count_} * key_size, key, key_size);
+    const std::uint32_t value_size = ValueSize != runtime_size ? ValueSize : shape_.value_size;
+    if (value_size != 0)
+      std::memcpy(values_.data() + std::size_t{count_} * value_size, value, value_size);
+    ++count_;
+  }
+
   struct value_ref {
     std::uint32_t end;     // in values_: the value, or its external record
     std::uint32_t length;  // the value's own length
@@ -714,6 +766,23 @@ class builder::impl {
     entry_path_ = choose_entry_path();
   }
 
+  // builder::add's common case, inlined there: an entry of a fixed-layout
+  // file that goes into the open leaf without changing its prefix (see
+  // open_page::try_append_fixed_same_prefix).  Anything else, a failed
+  // build included, it leaves to add(), saying false and changing nothing.
+  [[gnu::always_inline]] bool try_add_common(std::string_view key, std::string_view value) {
+    switch (entry_path_) {
+      case entry_path::u64_key_u64_value:
+        return try_add_fixed_common<8, 8>(key, value);
+      case entry_path::u64_key_no_value:
+        return try_add_fixed_common<8, 0>(key, value);
+      case entry_path::key16_u64_value:
+        return try_add_fixed_common<16, 8>(key, value);
+      default:
+        return false;
+    }
+  }
+
   void add(std::string_view key, std::string_view value) {
     if (failed_)
       throw error(errc::invalid_argument, "add() after a failed add(): the build was abandoned");
@@ -732,6 +801,7 @@ class builder::impl {
       }
     } catch (...) {
       failed_ = true;
+      entry_path_ = entry_path::general;  // so that try_add_common leaves every entry to add()
       abort();
       throw;
     }
@@ -795,6 +865,20 @@ class builder::impl {
     if (shape_.key_size == 8 && shape_.value_size == 0) return entry_path::u64_key_no_value;
     if (shape_.key_size == 16 && shape_.value_size == 8) return entry_path::key16_u64_value;
     return entry_path::fixed;
+  }
+
+  template <std::uint32_t KeySize, std::uint32_t ValueSize>
+  [[gnu::always_inline]] bool try_add_fixed_common(std::string_view key, std::string_view value) {
+    if (key.size() != KeySize || value.size() != ValueSize) [[unlikely]]
+      return false;
+    detail::open_page& leaf = levels_[0];
+    if (leaf.empty() || leaf.compare_with_last<KeySize>(key) <= 0) [[unlikely]]
+      return false;
+    if (!leaf.try_append_fixed_same_prefix<KeySize, ValueSize>(key.data(), value.data()))
+      return false;
+    ++position_;
+    ++accepted_;
+    return true;
   }
 
   // Kept out of add() so that each path needs only the registers it uses.
@@ -1274,7 +1358,9 @@ builder::~builder() {
 builder::builder(builder&&) noexcept = default;
 builder& builder::operator=(builder&&) noexcept = default;
 
-void builder::add(std::string_view key, std::string_view value) { impl_->add(key, value); }
+void builder::add(std::string_view key, std::string_view value) {
+  if (!impl_->try_add_common(key, value)) impl_->add(key, value);
+}
 build_summary builder::finish() { return impl_->finish(); }
 void builder::abort() noexcept {
   if (impl_) impl_->abort();
