@@ -26,6 +26,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 namespace bbtree {
@@ -771,34 +772,29 @@ class builder::impl {
   // open_page::try_append_fixed_same_prefix).  Anything else, a failed
   // build included, it leaves to add(), saying false and changing nothing.
   [[gnu::always_inline]] bool try_add_common(std::string_view key, std::string_view value) {
-    switch (entry_path_) {
-      case entry_path::u64_key_u64_value:
-        return try_add_fixed_common<8, 8>(key, value);
-      case entry_path::u64_key_no_value:
-        return try_add_fixed_common<8, 0>(key, value);
-      case entry_path::key16_u64_value:
-        return try_add_fixed_common<16, 8>(key, value);
-      default:
-        return false;
-    }
+    return with_entry_sizes(
+        [&](auto sizes) {
+          return try_add_fixed_common<decltype(sizes)::key_size, decltype(sizes)::value_size>(
+              key, value);
+        },
+        [] { return false; });
   }
 
   void add(std::string_view key, std::string_view value) {
     if (failed_)
       throw error(errc::invalid_argument, "add() after a failed add(): the build was abandoned");
     try {
-      switch (entry_path_) {
-        case entry_path::u64_key_u64_value:
-          return add_fixed<8, 8>(key, value);
-        case entry_path::u64_key_no_value:
-          return add_fixed<8, 0>(key, value);
-        case entry_path::key16_u64_value:
-          return add_fixed<16, 8>(key, value);
-        case entry_path::fixed:
-          return add_fixed<detail::runtime_size, detail::runtime_size>(key, value);
-        case entry_path::general:
-          return add_checked(key, value);
-      }
+      with_entry_sizes(
+          [&](auto sizes) {
+            add_fixed<decltype(sizes)::key_size, decltype(sizes)::value_size>(key, value);
+          },
+          [&] {
+            if (entry_path_ == entry_path::fixed) {
+              add_fixed<detail::runtime_size, detail::runtime_size>(key, value);
+            } else {
+              add_checked(key, value);
+            }
+          });
     } catch (...) {
       failed_ = true;
       entry_path_ = entry_path::general;  // so that try_add_common leaves every entry to add()
@@ -858,6 +854,32 @@ class builder::impl {
     fixed,
     general
   };
+
+  template <std::uint32_t KeySize, std::uint32_t ValueSize>
+  struct entry_sizes {
+    static constexpr std::uint32_t key_size = KeySize;
+    static constexpr std::uint32_t value_size = ValueSize;
+  };
+
+  // Calls `fixed` with the entry_sizes of a path whose sizes are known at
+  // compile time, and `other` for the rest: the one place that maps paths
+  // to sizes, for add() and try_add_common().
+  template <typename Fixed, typename Other>
+  [[gnu::always_inline]] std::invoke_result_t<Other> with_entry_sizes(Fixed&& fixed,
+                                                                      Other&& other) const {
+    switch (entry_path_) {
+      case entry_path::u64_key_u64_value:
+        return fixed(entry_sizes<8, 8>{});
+      case entry_path::u64_key_no_value:
+        return fixed(entry_sizes<8, 0>{});
+      case entry_path::key16_u64_value:
+        return fixed(entry_sizes<16, 8>{});
+      case entry_path::fixed:
+      case entry_path::general:
+        break;
+    }
+    return other();
+  }
 
   entry_path choose_entry_path() const noexcept {
     if (keep_last_ || !levels_[0].fixed_layout()) return entry_path::general;
