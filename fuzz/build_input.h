@@ -96,14 +96,10 @@ class build_case_decoder {
     if ((sort_byte & 4) != 0) out.sort_memory = sort_budgets[(sort_byte >> 3) & 3];
     options.sync = false;
     options.overwrite = true;
-    key_size_ = options.keys == key_kind::fixed   ? options.key_size
-                : options.keys == key_kind::bytes ? 0
-                                                  : 8;
+    key_size_ = format::encoded_key_size(options.keys, options.key_size);
     keys_ = options.keys;
     values_ = options.values;
-    value_size_ = options.values == value_kind::fixed ? options.value_size
-                  : options.values == value_kind::u64 ? 8
-                                                      : 0;
+    value_size_ = format::encoded_value_size(options.values, options.value_size);
 
     std::unordered_set<std::string> metadata_keys;
     while (at_ < input_.size() && out.entries.size() < build_case_max_entries &&

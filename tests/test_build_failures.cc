@@ -1,16 +1,23 @@
 // A failed build leaves the destination as it was (or absent) and no
 // temporary file behind: bad input mid-stream, an application exception,
 // a write error, a killed build, and a stale temporary from an earlier one.
+// Options and entries that a file cannot hold are refused by every writer
+// alike, naming the field or the entry.
 #include "test_support.h"
+
+#include <bbtree/external_sort.h>
+#include <bbtree/shards.h>
 
 #include "../lib/src/file_io.h"
 
 #include <catch2/catch.hpp>
 
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <csignal>
+#include <functional>
 
 using namespace bbtree;
 using namespace bbtree::test;
@@ -85,6 +92,9 @@ TEST_CASE("duplicates follow the policy", "[build]") {
     writer.add(u64_key(2), u64_value(21));
     writer.add(u64_key(2), u64_value(22));
     writer.add(u64_key(3), u64_value(30));
+    // Entries kept so far, the one keep_last still holds back included.
+    REQUIRE(writer.entries_added() == 3);
+    REQUIRE(writer.destination() == scratch / "dups.bbt");
     writer.finish();
     const reader index = reader::open(scratch / "dups.bbt");
     REQUIRE(index.size() == 3);
@@ -196,6 +206,21 @@ TEST_CASE("an existing destination is kept unless overwriting is asked for", "[b
     REQUIRE(failure.code() == errc::already_exists);
   }
   REQUIRE(read_file(path) == previous);
+  // A path that ends in a slash names a directory, for a single file and a
+  // shard set's manifest alike.
+  for (const auto& make : std::vector<std::function<void(const std::filesystem::path&)>>{
+           [](const std::filesystem::path& at) { builder writer(at, u64_options()); },
+           [](const std::filesystem::path& at) { shard_set_builder writer(at, u64_options()); }}) {
+    const auto directory = scratch.path() / "";
+    try {
+      make(directory);
+      FAIL("a directory was taken for an output file");
+    } catch (const error& failure) {
+      REQUIRE(failure.code() == errc::invalid_argument);
+      REQUIRE(std::string(failure.what()) ==
+              "output " + directory.string() + " names a directory, not a file");
+    }
+  }
   // An unwritable place is an I/O error naming it.
   try {
     builder writer(scratch / "index.bbt" / "below-a-file.bbt", u64_options());
@@ -204,4 +229,284 @@ TEST_CASE("an existing destination is kept unless overwriting is asked for", "[b
     REQUIRE(failure.code() == errc::io_error);
   }
   REQUIRE(scratch.names() == std::vector<std::string>{"index.bbt"});
+}
+
+namespace {
+
+// An entry that a file of `kinds` cannot store, and what every writer says
+// of it after the entry number.
+struct unfit_entry {
+  shape kinds;
+  duplicate_policy duplicates = duplicate_policy::error;
+  std::string key;
+  std::string value;
+  errc code;
+  std::string message;
+};
+
+std::vector<unfit_entry> unfit_entries() {
+  const std::string u64_value_bytes(u64_value(7).view());
+  const shape u64_to_u64{key_kind::u64, 0, value_kind::u64, 0};
+  const shape bytes_to_bytes{key_kind::bytes, 0, value_kind::bytes, 0};
+  return {
+      {u64_to_u64, duplicate_policy::error, "1234567", u64_value_bytes, errc::key_too_long,
+       "key is 7 bytes; this file's keys are 8 bytes"},
+      {u64_to_u64, duplicate_policy::error, std::string(u64_key(5).view()), "123456789",
+       errc::value_too_long, "value is 9 bytes; this file's values are 8 bytes"},
+      // keep_last holds an entry back, so its entries take the general path.
+      {u64_to_u64, duplicate_policy::keep_last, "123456789", u64_value_bytes, errc::key_too_long,
+       "key is 9 bytes; this file's keys are 8 bytes"},
+      {{key_kind::u64, 0, value_kind::none, 0},
+       duplicate_policy::error,
+       std::string(u64_key(5).view()),
+       "x",
+       errc::value_too_long,
+       "this file has no values"},
+      {{key_kind::i64, 0, value_kind::none, 0},
+       duplicate_policy::error,
+       "",
+       "",
+       errc::key_too_long,
+       "key is 0 bytes; this file's keys are 8 bytes"},
+      {{key_kind::fixed, 16, value_kind::u64, 0},
+       duplicate_policy::error,
+       std::string(15, 'k'),
+       u64_value_bytes,
+       errc::key_too_long,
+       "key is 15 bytes; this file's keys are 16 bytes"},
+      {{key_kind::fixed, 20, value_kind::fixed, 12},
+       duplicate_policy::error,
+       std::string(20, 'k'),
+       std::string(13, 'v'),
+       errc::value_too_long,
+       "value is 13 bytes; this file's values are 12 bytes"},
+      {bytes_to_bytes, duplicate_policy::error, std::string(format::max_key_length + 1, 'k'), "v",
+       errc::key_too_long, "key of 65537 bytes is over the limit of 65536"},
+      {{key_kind::bytes, 0, value_kind::u64, 0},
+       duplicate_policy::error,
+       "key",
+       "1234567",
+       errc::value_too_long,
+       "value is 7 bytes; this file's values are 8 bytes"},
+  };
+}
+
+build_options options_of(const unfit_entry& entry) {
+  build_options options = options_for(entry.kinds);
+  options.duplicates = entry.duplicates;
+  options.overwrite = true;
+  return options;
+}
+
+// 1,000 distinct entries of the case's kinds: more than one leaf, so that
+// the unfit entry comes to a builder with pages written.
+model good_entries(const unfit_entry& entry) {
+  std::mt19937_64 random(17);
+  model entries;
+  while (entries.size() < 1000) {
+    entries.emplace(random_key(entry.kinds, random), random_value(entry.kinds, random));
+  }
+  return entries;
+}
+
+// Requires that `add` throws the case's error for entry `position`.
+template <typename Add>
+void require_refused(const unfit_entry& entry, std::uint64_t position, Add&& add) {
+  try {
+    add(entry.key, entry.value);
+    FAIL("an entry that does not fit was accepted");
+  } catch (const error& failure) {
+    REQUIRE(failure.code() == entry.code);
+    REQUIRE(std::string(failure.what()) ==
+            "entry " + std::to_string(position) + ": " + entry.message);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("an entry that the file's kinds cannot hold is refused by every writer alike",
+          "[build][failure]") {
+  for (const unfit_entry& entry : unfit_entries()) {
+    DYNAMIC_SECTION(entry.kinds.describe() << ", " << entry.message) {
+      scratch_directory scratch;
+      const auto path = scratch / "index.bbt";
+      const std::string previous = make_previous(path);
+      const model entries = good_entries(entry);
+
+      // The streaming builder abandons the build: the destination keeps
+      // its previous bytes.
+      {
+        builder writer(path, options_of(entry));
+        for (const auto& [key, value] : entries) writer.add(key, value);
+        require_refused(
+            entry, entries.size() + 1,
+            [&](const std::string& key, const std::string& value) { writer.add(key, value); });
+        const auto& [last_key, last_value] = *entries.rbegin();
+        REQUIRE_THROWS_AS(writer.add(last_key + "\xff", last_value), error);
+        REQUIRE_THROWS_AS(writer.finish(), error);
+      }
+      REQUIRE(read_file(path) == previous);
+      REQUIRE(scratch.names() == std::vector<std::string>{"index.bbt"});
+
+      // So does a shard set's builder, numbering entries across its shards,
+      // and the set it would have replaced stays as it was.
+      scratch_directory set_directory;
+      const auto manifest = set_directory / "set.bbts";
+      const auto build_set = [&](bool with_unfit_entry) {
+        shard_set_builder writer(manifest, options_of(entry), 4 * 1024);
+        for (const auto& [key, value] : entries) writer.add(key, value);
+        if (with_unfit_entry) {
+          require_refused(
+              entry, entries.size() + 1,
+              [&](const std::string& key, const std::string& value) { writer.add(key, value); });
+        }
+        return writer.finish();
+      };
+      REQUIRE(build_set(false).shards >= 2);  // so the entry's number is not its shard's
+      const std::vector<std::string> set_files = set_directory.names();
+      REQUIRE_THROWS_AS(build_set(true), error);
+      REQUIRE(set_directory.names() == set_files);
+      REQUIRE(sharded_reader::open(manifest).size() == entries.size());
+
+      // The external sort abandons it too, numbering entries as they came.
+      {
+        sort_options sort;
+        sort.memory = 64 * 1024;
+        external_sorting_builder writer(path, options_of(entry), sort);
+        std::uint64_t added = 0;
+        for (auto it = entries.rbegin(); added < 500; ++it, ++added) {
+          writer.add(it->first, it->second);
+        }
+        require_refused(entry, added + 1, [&](const std::string& key, const std::string& value) {
+          writer.add(key, value);
+        });
+        REQUIRE_THROWS_AS(writer.add(entries.begin()->first, entries.begin()->second), error);
+        REQUIRE_THROWS_AS(writer.finish(), error);
+      }
+      REQUIRE(read_file(path) == previous);
+      REQUIRE(scratch.names() == std::vector<std::string>{"index.bbt"});
+
+      // The in-memory sorting builder refuses the entry at once, and the
+      // build goes on without it.
+      sorting_builder writer(path, options_of(entry));
+      std::uint64_t added = 0;
+      for (auto it = entries.rbegin(); added < 500; ++it, ++added)
+        writer.add(it->first, it->second);
+      require_refused(entry, added + 1, [&](const std::string& key, const std::string& value) {
+        writer.add(key, value);
+      });
+      for (auto it = std::next(entries.rbegin(), 500); it != entries.rend(); ++it) {
+        writer.add(it->first, it->second);
+      }
+      REQUIRE(writer.entries_added() == entries.size());
+      REQUIRE(writer.finish().entries == entries.size());
+      const reader index = reader::open(path);
+      std::mt19937_64 random(5);
+      check_against_model(index, entries, probes_for(entry.kinds, entries, random, 100));
+    }
+  }
+}
+
+TEST_CASE("a value over the limit is refused by every writer without being read",
+          "[build][failure]") {
+  // 4 GiB and a byte of address space that is never touched: a writer that
+  // read the value before checking its length would fault on it.
+  const std::size_t length = std::size_t{format::max_value_length} + 1;
+  void* const unreadable =
+      ::mmap(nullptr, length, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  REQUIRE(unreadable != MAP_FAILED);
+  const std::string_view value(static_cast<const char*>(unreadable), length);
+  const std::string message = "entry 1: value of 4294967296 bytes is over the limit of 4294967295";
+  scratch_directory scratch;
+  build_options options = u64_options();
+  options.values = value_kind::bytes;
+  const auto require_refused = [&](auto& writer) {
+    try {
+      writer.add(u64_key(1), value);
+      FAIL("a value over the limit was accepted");
+    } catch (const error& failure) {
+      REQUIRE(failure.code() == errc::value_too_long);
+      REQUIRE(std::string(failure.what()) == message);
+    }
+  };
+  {
+    builder writer(scratch / "index.bbt", options);
+    require_refused(writer);
+  }
+  {
+    sorting_builder writer(scratch / "index.bbt", options);
+    require_refused(writer);
+  }
+  {
+    external_sorting_builder writer(scratch / "index.bbt", options);
+    require_refused(writer);
+  }
+  {
+    shard_set_builder writer(scratch / "set.bbts", options);
+    require_refused(writer);
+  }
+  ::munmap(unreadable, length);
+  REQUIRE(scratch.names().empty());
+}
+
+TEST_CASE("options that no file can have are refused before anything is written",
+          "[build][failure]") {
+  struct bad_options {
+    const char* what;
+    void (*change)(build_options&);
+    std::string message;
+  };
+  const std::vector<bad_options> cases = {
+      {"key kind", [](build_options& o) { o.keys = static_cast<key_kind>(9); }, "invalid key kind"},
+      {"value kind", [](build_options& o) { o.values = static_cast<value_kind>(9); },
+       "invalid value kind"},
+      {"fixed key size 0",
+       [](build_options& o) {
+         o.keys = key_kind::fixed;
+         o.key_size = 0;
+       },
+       "fixed key size 0 is outside 1..4096"},
+      {"fixed value size 4097",
+       [](build_options& o) {
+         o.values = value_kind::fixed;
+         o.value_size = 4097;
+       },
+       "fixed value size 4097 is outside 1..4096"},
+      {"page size", [](build_options& o) { o.page_size = 3000; },
+       "page size 3000 is not a power of two in 512..65536"},
+      {"page too small for fixed entries",
+       [](build_options& o) {
+         o.keys = key_kind::fixed;
+         o.key_size = 300;
+         o.page_size = 512;
+       },
+       "page size 512 is too small for 300-byte keys and 8-byte values"},
+      {"metadata key twice",
+       [](build_options& o) {
+         o.metadata = {{"source", "a"}, {"owner", "b"}, {"source", "c"}};
+       },
+       "metadata key \"source\" is given twice"},
+  };
+  scratch_directory scratch;
+  const auto path = scratch / "index.bbt";
+  for (const bad_options& bad : cases) {
+    DYNAMIC_SECTION(bad.what) {
+      build_options options = u64_options();
+      bad.change(options);
+      const auto require_refused = [&](auto&& make) {
+        try {
+          make();
+          FAIL("options that no file can have were accepted");
+        } catch (const error& failure) {
+          REQUIRE(failure.code() == errc::invalid_argument);
+          REQUIRE(std::string(failure.what()) == bad.message);
+        }
+      };
+      require_refused([&] { validate(options); });
+      require_refused([&] { builder writer(path, options); });
+      require_refused([&] { sorting_builder writer(path, options); });
+      require_refused([&] { external_sorting_builder writer(path, options); });
+      REQUIRE(scratch.names().empty());
+    }
+  }
 }

@@ -106,7 +106,9 @@ class sorting_builder {
   sorting_builder(const sorting_builder&) = delete;
   sorting_builder& operator=(const sorting_builder&) = delete;
 
-  // Checks lengths at once; order and duplicates are checked by finish().
+  // Checks lengths at once, as builder::add does; a refused entry is not
+  // added, and the build goes on.  Order and duplicates are checked by
+  // finish().
   void add(std::string_view key, std::string_view value = {});
   build_summary finish();
   void abort() noexcept;

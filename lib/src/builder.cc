@@ -15,6 +15,7 @@
 #include <bbtree/builder.h>
 
 #include "directory_builder.h"
+#include "entry_limits.h"
 #include "file_io.h"
 #include "key_compare.h"
 
@@ -54,9 +55,7 @@ using format::load_le;
 using format::magic;
 using format::max_fixed_size;
 using format::max_height;
-using format::max_key_length;
 using format::max_page_size;
-using format::max_value_length;
 using format::min_page_size;
 using format::page_checksum;
 using format::page_header_size;
@@ -94,11 +93,13 @@ void validate(const build_options& options) {
                             min_page_size, max_page_size));
   }
   // Fixed-size items are never moved out of a page, so two of them must fit.
-  const std::uint32_t fixed_entry = options.key_size + options.value_size + 16;
+  const std::uint32_t key_size = encoded_key_size(options.keys, options.key_size);
+  const std::uint32_t value_size = format::encoded_value_size(options.values, options.value_size);
+  const std::uint32_t fixed_entry = key_size + value_size + 16;
   if (2 * fixed_entry + page_header_size + 64 > options.page_size) {
     throw error(errc::invalid_argument,
                 fmt::format("page size {} is too small for {}-byte keys and {}-byte values",
-                            options.page_size, options.key_size, options.value_size));
+                            options.page_size, key_size, value_size));
   }
   for (std::size_t i = 0; i < options.metadata.size(); ++i) {
     for (std::size_t j = 0; j < i; ++j) {
@@ -747,12 +748,11 @@ class builder::impl {
         shape_{options_.keys,
                encoded_key_size(options_.keys, options_.key_size),
                options_.values,
-               options_.values == value_kind::u64
-                   ? 8u
-                   : (options_.values == value_kind::fixed ? options_.value_size : 0u),
+               format::encoded_value_size(options_.values, options_.value_size),
                options_.page_size,
                default_inline_limit(options_.page_size),
                default_prefix_cap(options_.page_size)},
+        limits_(options_),
         staged_(std::move(destination), options_.overwrite),
         page_buffer_(options_.page_size),
         keep_last_(options_.duplicates == duplicate_policy::keep_last),
@@ -911,7 +911,7 @@ class builder::impl {
     const std::uint32_t value_size =
         ValueSize != detail::runtime_size ? ValueSize : shape_.value_size;
     if (key.size() != key_size || value.size() != value_size) [[unlikely]] {
-      check_lengths(key, value);
+      limits_.check(position_, key, value);
     }
     detail::open_page& leaf = levels_[0];
     if (!leaf.empty()) [[likely]] {
@@ -930,12 +930,8 @@ class builder::impl {
 
   [[gnu::noinline]] void add_checked(std::string_view key, std::string_view value) {
     ++position_;
-    const bool key_fits =
-        shape_.key_size != 0 ? key.size() == shape_.key_size : key.size() <= max_key_length;
-    const bool value_fits = shape_.values == value_kind::bytes ? value.size() <= max_value_length
-                                                               : value.size() == shape_.value_size;
-    if (!key_fits || !value_fits) [[unlikely]] {
-      check_lengths(key, value);
+    if (!limits_.fit(key, value)) [[unlikely]] {
+      limits_.check(position_, key, value);
     }
     if (keep_last_) {
       add_keep_last(key, value);
@@ -982,42 +978,6 @@ class builder::impl {
     pending_key_.assign(key);
     pending_value_.assign(value);
     has_pending_ = true;
-  }
-
-  [[gnu::cold]] void check_lengths(std::string_view key, std::string_view value) const {
-    if (shape_.key_size != 0 && key.size() != shape_.key_size) {
-      throw error(errc::key_too_long,
-                  fmt::format("entry {}: key is {} bytes; this file's keys are {} bytes", position_,
-                              key.size(), shape_.key_size));
-    }
-    if (key.size() > max_key_length) {
-      throw error(errc::key_too_long,
-                  fmt::format("entry {}: key of {} bytes is over the limit of {}", position_,
-                              key.size(), max_key_length));
-    }
-    switch (options_.values) {
-      case value_kind::none:
-        if (!value.empty()) {
-          throw error(errc::value_too_long,
-                      fmt::format("entry {}: this file has no values", position_));
-        }
-        break;
-      case value_kind::u64:
-      case value_kind::fixed:
-        if (value.size() != shape_.value_size) {
-          throw error(errc::value_too_long,
-                      fmt::format("entry {}: value is {} bytes; this file's values are {} bytes",
-                                  position_, value.size(), shape_.value_size));
-        }
-        break;
-      case value_kind::bytes:
-        if (value.size() > max_value_length) {
-          throw error(errc::value_too_long,
-                      fmt::format("entry {}: value of {} bytes is over the limit of {}", position_,
-                                  value.size(), max_value_length));
-        }
-        break;
-    }
   }
 
   // Puts an entry into the open leaf, closing the leaf first when the entry
@@ -1338,6 +1298,7 @@ class builder::impl {
 
   build_options options_;
   detail::file_shape shape_;
+  detail::entry_limits limits_;
   detail::staged_file staged_;
   std::vector<unsigned char> page_buffer_;  // inner pages, on their way to a scratch file
   detail::byte_buffer output_buffer_;

@@ -27,6 +27,7 @@
 // are released (a hole punched) once merged.
 #include <bbtree/external_sort.h>
 
+#include "entry_limits.h"
 #include "file_io.h"
 #include "key_compare.h"
 #include "loser_tree.h"
@@ -827,7 +828,10 @@ struct merge_plan {
 class external_sorter {
  public:
   external_sorter(fs::path destination, build_options options, sort_options sort)
-      : destination_(std::move(destination)), options_(std::move(options)), sort_(std::move(sort)) {
+      : destination_(std::move(destination)),
+        options_(std::move(options)),
+        sort_(std::move(sort)),
+        limits_(options_) {
     validate(options_);
     options_.input_unsorted = true;
     if (sort_.memory < min_sort_memory) {
@@ -846,8 +850,7 @@ class external_sorter {
                                 sort_.temporary_directory.string()));
       }
     }
-    key_size_ = format::encoded_key_size(options_.keys, options_.key_size);
-    order_.prefix_is_key = key_size_ != 0 && key_size_ <= 8;
+    order_.prefix_is_key = limits_.key_size() != 0 && limits_.key_size() <= 8;
     write_buffer_size_ =
         static_cast<std::size_t>(std::clamp<std::uint64_t>(sort_.memory / 16, 4 << 10, 1 << 20));
   }
@@ -857,7 +860,8 @@ class external_sorter {
   void add(std::string_view key, std::string_view value) {
     if (done_) throw error(errc::invalid_argument, "add() after finish(), abort() or a failure");
     try {
-      check_lengths(key, value);
+      if (!limits_.fit(key, value)) [[unlikely]]
+        limits_.check(entries_ + 1, key, value);
       if (block_.empty()) allocate_block();
       const std::uint64_t prefix = key_prefix(key);
       if (!buffers_[filling_].try_add(key, value, prefix)) {
@@ -899,46 +903,6 @@ class external_sorter {
   std::uint64_t runs_written() const noexcept { return runs_started_; }
 
  private:
-  void check_lengths(std::string_view key, std::string_view value) const {
-    const std::uint64_t position = entries_ + 1;
-    if (key_size_ != 0 && key.size() != key_size_) {
-      throw error(errc::key_too_long,
-                  fmt::format("entry {}: key is {} bytes; this file's keys are {} bytes", position,
-                              key.size(), key_size_));
-    }
-    if (key.size() > format::max_key_length) {
-      throw error(errc::key_too_long,
-                  fmt::format("entry {}: key of {} bytes is over the limit of {}", position,
-                              key.size(), format::max_key_length));
-    }
-    std::uint64_t value_size = 0;
-    switch (options_.values) {
-      case value_kind::none:
-        value_size = 0;
-        break;
-      case value_kind::u64:
-        value_size = 8;
-        break;
-      case value_kind::fixed:
-        value_size = options_.value_size;
-        break;
-      case value_kind::bytes:
-        if (value.size() > format::max_value_length) {
-          throw error(errc::value_too_long,
-                      fmt::format("entry {}: value of {} bytes is over the limit of {}", position,
-                                  value.size(), format::max_value_length));
-        }
-        return;
-    }
-    if (value.size() != value_size) {
-      throw error(errc::value_too_long,
-                  value_size == 0
-                      ? fmt::format("entry {}: this file has no values", position)
-                      : fmt::format("entry {}: value is {} bytes; this file's values are {} bytes",
-                                    position, value.size(), value_size));
-    }
-  }
-
   // The block is the whole budget less the run writer's buffer; at first
   // one run buffer spans it.
   void allocate_block() {
@@ -1156,7 +1120,7 @@ class external_sorter {
   build_options options_;
   sort_options sort_;
   key_order order_;
-  std::uint32_t key_size_ = 0;
+  detail::entry_limits limits_;
   std::size_t write_buffer_size_ = 0;
 
   anonymous_block block_;

@@ -10,6 +10,7 @@
 // so that the manifest's rename is the single step that replaces the set.
 #include <bbtree/shards.h>
 
+#include "entry_limits.h"
 #include "file_io.h"
 #include "key_compare.h"
 #include "shard_support.h"
@@ -165,7 +166,10 @@ std::function<void()> before_manifest_publish;
 class shard_set_builder::impl {
  public:
   impl(fs::path manifest, build_options options, std::uint64_t shard_size)
-      : manifest_(std::move(manifest)), options_(std::move(options)), shard_size_(shard_size) {
+      : manifest_(std::move(manifest)),
+        options_(std::move(options)),
+        shard_size_(shard_size),
+        limits_(options_) {
     validate(options_);
     if (manifest_.filename().empty()) {
       throw error(errc::invalid_argument,
@@ -187,6 +191,10 @@ class shard_set_builder::impl {
     }
     ++position_;
     try {
+      // Before the order, as every writer does: an entry that cannot be
+      // stored is refused for that, whatever its key.
+      if (!limits_.fit(key, value)) [[unlikely]]
+        limits_.check(position_, key, value);
       if (have_last_key_) {
         const int order = detail::compare_keys(key, last_key_);
         if (order < 0) {
@@ -355,6 +363,7 @@ class shard_set_builder::impl {
   fs::path manifest_;
   build_options options_;
   std::uint64_t shard_size_ = 0;
+  detail::entry_limits limits_;
   std::optional<builder> current_;
   std::vector<fs::path> temporaries_;  // finished or current shards, by temporary name
   std::vector<fs::path> published_;    // shards renamed to their names by finish()

@@ -51,7 +51,7 @@ class shard_set {
     info.keys = types.keys;
     info.key_size = format::encoded_key_size(types.keys, types.key_size);
     info.values = types.values;
-    info.value_size = types.values == value_kind::u64 ? 8 : types.value_size;
+    info.value_size = format::encoded_value_size(types.values, types.value_size);
     info.entries = first_ranks.back();
     auto saturating_add = [](std::uint32_t a, std::uint32_t b) {
       return a > std::numeric_limits<std::uint32_t>::max() - b

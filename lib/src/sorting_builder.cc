@@ -3,9 +3,7 @@
 // input order, so keep_first and keep_last mean "first and last given".
 #include <bbtree/builder.h>
 
-#include "key_compare.h"
-
-#include <fmt/format.h>
+#include "entry_limits.h"
 
 #include <algorithm>
 
@@ -23,16 +21,9 @@ sorting_builder::~sorting_builder() = default;
 
 void sorting_builder::add(std::string_view key, std::string_view value) {
   if (done_) throw error(errc::invalid_argument, "add() after finish() or abort()");
-  const std::uint32_t key_size = format::encoded_key_size(options_.keys, options_.key_size);
-  const std::uint64_t position = entries_.size() + 1;
-  if ((key_size != 0 && key.size() != key_size) || key.size() > format::max_key_length) {
-    throw error(errc::key_too_long,
-                fmt::format("entry {}: key of {} bytes does not fit this file's keys", position,
-                            key.size()));
-  }
-  if (value.size() > format::max_value_length) {
-    throw error(errc::value_too_long, fmt::format("entry {}: value of {} bytes is over the limit",
-                                                  position, value.size()));
+  const detail::entry_limits limits(options_);
+  if (!limits.fit(key, value)) [[unlikely]] {
+    limits.check(entries_.size() + 1, key, value);
   }
   entries_.push_back({arena_.size(), static_cast<std::uint32_t>(key.size()),
                       arena_.size() + key.size(), value.size()});

@@ -1206,11 +1206,9 @@ class entry_parser {
   }
 
   void check_bin_length(std::size_t length, field_role role) const {
-    const std::uint32_t fixed_size = role == field_role::key
-                                         ? format::encoded_key_size(types_.keys, types_.key_size)
-                                         : (types_.values == value_kind::u64     ? 8
-                                            : types_.values == value_kind::fixed ? types_.value_size
-                                                                                 : 0);
+    const std::uint32_t fixed_size =
+        role == field_role::key ? format::encoded_key_size(types_.keys, types_.key_size)
+                                : format::encoded_value_size(types_.values, types_.value_size);
     const errc code = role == field_role::key ? errc::key_too_long : errc::value_too_long;
     if (fixed_size != 0 && length != fixed_size) {
       fail(code,

@@ -80,6 +80,21 @@ constexpr std::uint32_t encoded_key_size(key_kind kind, std::uint32_t fixed_size
   return 0;
 }
 
+// Encoded size of every value of a kind (u64 values are 8 little-endian
+// bytes), or 0 for no values and for variable-length byte strings.
+constexpr std::uint32_t encoded_value_size(value_kind kind, std::uint32_t fixed_size) noexcept {
+  switch (kind) {
+    case value_kind::u64:
+      return 8;
+    case value_kind::fixed:
+      return fixed_size;
+    case value_kind::none:
+    case value_kind::bytes:
+      return 0;
+  }
+  return 0;
+}
+
 // Integer keys are stored big-endian so that bytewise order is numeric
 // order; i64 additionally flips the sign bit.
 inline void encode_u64_key(std::uint64_t key, unsigned char out[8]) noexcept { store_be(out, key); }
