@@ -1,11 +1,15 @@
 // Merging index files against std::map: several inputs with overlapping
 // keys under every duplicate policy, byte-string keys with large values,
+// inputs larger than the step at which the merge drops the pages behind it,
 // empty inputs, inputs of different types, damaged inputs.
 #include "test_support.h"
+#include "verify_test_support.h"
 
+#include <bbtree/detail/reader_core.h>
 #include <bbtree/merge.h>
 #include <bbtree/shards.h>
 
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 
 #include <optional>
@@ -68,6 +72,26 @@ std::vector<std::filesystem::path> write_inputs(const scratch_directory& scratch
     write_index(paths.back(), kinds, inputs[i]);
   }
   return paths;
+}
+
+// Merges good.bbt in `scratch` with `damaged`, written beside it as bad.bbt,
+// and requires that the merge fails with error(corrupt) naming bad.bbt, its
+// page `page` and `expected`, and writes no output.
+void require_merge_refuses(const scratch_directory& scratch, const std::string& damaged,
+                           std::uint32_t page, const std::string& expected) {
+  write_file(scratch / "bad.bbt", damaged);
+  const std::vector<std::filesystem::path> paths{scratch / "good.bbt", scratch / "bad.bbt"};
+  try {
+    merge_indexes(paths, scratch / "out.bbt", merge_options_for(duplicate_policy::keep_first));
+    FAIL("a damaged input was merged");
+  } catch (const error& failure) {
+    REQUIRE(failure.code() == errc::corrupt);
+    REQUIRE_THAT(
+        std::string(failure.what()),
+        Catch::Contains(fmt::format("{}: page {}", (scratch / "bad.bbt").string(), page)) &&
+            Catch::Contains(expected));
+  }
+  REQUIRE(!std::filesystem::exists(scratch / "out.bbt"));
 }
 
 const shape u64_shape{key_kind::u64, 0, value_kind::u64, 0, 4096};
@@ -146,6 +170,30 @@ TEST_CASE("merge equals std::map: byte keys, large values, other page sizes", "[
       REQUIRE(read_all(out) == *expected_merge(inputs, policy));
     }
   }
+}
+
+TEST_CASE("merge equals std::map past the step where it drops the pages behind it", "[merge]") {
+  // Values of 400 to 499 bytes, in their leaves, and one in eight of 600 to
+  // 699 bytes, over the inline limit of 512 bytes at 4 KiB pages: the first
+  // input's leaves span two drop steps and more, and its blob region is
+  // dropped with them while the merge goes on reading values from it.
+  const shape kinds{key_kind::u64, 0, value_kind::bytes, 0, 4096};
+  scratch_directory scratch;
+  std::mt19937_64 random(31);
+  std::vector<model> inputs(2);
+  const std::uint64_t count = 5 * detail::merge_drop_step / 2 / 400;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    const std::size_t length = (i % 8 == 0 ? 600 : 400) + random() % 100;
+    inputs[i % 16 == 1 ? 1 : 0][std::string(u64_key(i * 3).view())] =
+        std::string(length, static_cast<char>('a' + i % 26));
+  }
+  const auto paths = write_inputs(scratch, kinds, inputs);
+  const reader first = reader::open(paths[0]);
+  REQUIRE(std::uint64_t{first.info().leaf_count} * kinds.page_size > 2 * detail::merge_drop_step);
+  REQUIRE(first.info().blob_length > 0);
+  const auto out = scratch / "out.bbt";
+  merge_indexes(paths, out, merge_options_for(duplicate_policy::error));
+  REQUIRE(read_all(out) == *expected_merge(inputs, duplicate_policy::error));
 }
 
 TEST_CASE("merging empty inputs, and one input", "[merge]") {
@@ -250,17 +298,44 @@ TEST_CASE("a damaged input fails the merge, naming it", "[merge]") {
   write_index(scratch / "good.bbt", u64_shape, entries);
   std::string bytes = read_file(scratch / "good.bbt");
   bytes[3 * 4096 + 100] ^= 0x10;  // inside the third leaf
-  write_file(scratch / "bad.bbt", bytes);
-  const std::vector<std::filesystem::path> paths{scratch / "good.bbt", scratch / "bad.bbt"};
-  try {
-    merge_indexes(paths, scratch / "out.bbt", merge_options_for(duplicate_policy::keep_first));
-    FAIL("a damaged input was merged");
-  } catch (const error& failure) {
-    REQUIRE(failure.code() == errc::corrupt);
-    REQUIRE(std::string(failure.what()).find((scratch / "bad.bbt").string() + ": page 3") !=
-            std::string::npos);
+  require_merge_refuses(scratch, bytes, 3, "checksum mismatch");
+}
+
+TEST_CASE("damage behind valid page checksums fails the merge, naming the input and page",
+          "[merge]") {
+  scratch_directory scratch;
+  const shape kinds{key_kind::u64, 0, value_kind::bytes, 0, 512};
+  model entries;
+  for (std::uint64_t key = 0; key < 5000; ++key) {
+    entries[std::string(u64_key(key * 7).view())] = std::string(key % 4 == 0 ? 100 : 10, 'v');
   }
-  REQUIRE(!std::filesystem::exists(scratch / "out.bbt"));
+  write_index(scratch / "good.bbt", kinds, entries);
+  const std::string good = read_file(scratch / "good.bbt");
+  const reader index = reader::from_memory(as_bytes(good));
+  const detail::reader_core& core = index.core();
+  const std::uint32_t page_size = index.info().page_size;
+  const detail::page_view leaf = core.page(4, 0);
+  SECTION("two keys of a leaf out of order") {
+    std::string file = good;
+    char* inline_keys = file.data() + 4 * page_size + leaf.sections.inline_keys;
+    std::swap_ranges(inline_keys + leaf.inline_width, inline_keys + 2 * leaf.inline_width,
+                     inline_keys + 2 * leaf.inline_width);
+    rechecksum_page(file, 4);
+    require_merge_refuses(scratch, file, 4, "entry 2: keys out of order");
+  }
+  SECTION("a value stored out of the page, changed") {
+    // The first external value of leaf 4 (its entry whose key is a multiple
+    // of 28), one byte changed where the page cannot see it.
+    std::uint32_t position = 0;
+    while (position < leaf.count && !core.value_item(leaf, position).external) ++position;
+    REQUIRE(position < leaf.count);
+    const auto value = core.value_item(leaf, position).bytes;
+    std::string file = good;
+    file[static_cast<std::size_t>(value.data() - good.data()) + 50] ^= 0x01;
+    require_merge_refuses(
+        scratch, file, 4,
+        fmt::format("entry {}: the value stored out of the page fails its checksum", position));
+  }
 }
 
 TEST_CASE("the output may replace an input", "[merge]") {

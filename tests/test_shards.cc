@@ -212,6 +212,10 @@ TEST_CASE("a single file opened as a set is that file", "[shards]") {
   const reader single = reader::open(scratch / "one.bbt");
   REQUIRE_FALSE(set.is_shard_set());
   REQUIRE(set.shard_count() == 1);
+  REQUIRE(set.shard(0).name() == single.name());
+  REQUIRE(set.shard_first_rank(0) == 0);
+  REQUIRE_THROWS_WITH(set.shard(1), "shard 1 of a set of 1");
+  REQUIRE_THROWS_WITH(set.shard_first_rank(1), "shard 1 of a set of 1");
   // Its header as it is, not a summary.
   REQUIRE(set.info().page_count == single.info().page_count);
   REQUIRE(set.info().root_page == single.info().root_page);
@@ -382,6 +386,7 @@ TEST_CASE("a set without shards is an empty index of its types", "[shards]") {
   REQUIRE(set.info().values == value_kind::u64);
   REQUIRE(set.info().value_size == 8);
   check_against_model(set, {}, {std::string("abcd"), std::string()});
+  REQUIRE_THROWS_WITH(set.shard(0), "shard 0 of a set of 0");
   REQUIRE(scratch.names() == std::vector<std::string>{"empty.manifest"});
 }
 

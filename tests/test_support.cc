@@ -373,6 +373,10 @@ void check_index_against_model(const Index& index, const model& entries,
     }
   }
   REQUIRE(found == expected_found);
+  // Spans of different sizes are the caller's error, refused before any
+  // answer is written.
+  std::vector<std::optional<std::string_view>> one_more(batch.size() + 1);
+  REQUIRE_THROWS_WITH(index.get_many(batch, one_more), "get_many: keys and out differ in size");
 }
 
 }  // namespace

@@ -316,6 +316,11 @@ TEST_CASE("input that text accepts beyond what it writes", "[text_format]") {
         "{\"key\": \"a\", \"value\": \"\"}\n";
     const entries expected = {{"k\n", "\xc3\xa9\xf0\x9f\x98\x80/"}, {"a", ""}};
     CHECK(read_all(text, text_format::jsonl, make_types("bytes", "bytes")) == expected);
+    // \u escapes of one, two and three UTF-8 bytes, and the largest below
+    // the surrogates.
+    CHECK(read_all("{\"key\": \"\\u0041\\u07ff\\u0800\\u20ac\\ud7ff\\uffff\"}", text_format::jsonl,
+                   make_types("bytes", "none"))[0]
+              .first == "A\xdf\xbf\xe0\xa0\x80\xe2\x82\xac\xed\x9f\xbf\xef\xbf\xbf");
     const entries set = read_all("{\"key\": 3, \"value\": null}\n{\"key\": 4}\n",
                                  text_format::jsonl, make_types("u64", "none"));
     REQUIRE(set.size() == 2);
@@ -475,6 +480,8 @@ TEST_CASE("every input error names the file and line", "[text_format]") {
        errc::invalid_argument},
       {text_format::jsonl, "bytes", "none", "{\"key\": \"\\ud800\"}\n",
        "data:1: a high surrogate \\u escape without a low one after it", errc::invalid_argument},
+      {text_format::jsonl, "bytes", "none", "{\"key\": \"\\ud83d\\u0041\"}\n",
+       "data:1: a high surrogate \\u escape without a low one after it", errc::invalid_argument},
       {text_format::jsonl, "bytes", "none", "{\"key\": \"\\udc00\"}\n",
        "data:1: a low surrogate \\u escape without a high one before it", errc::invalid_argument},
       {text_format::jsonl, "bytes", "none", "{\"key\": \"\\x41\"}\n",
@@ -584,6 +591,20 @@ TEST_CASE("lookup output lines", "[text_format]") {
     json.flush();
   }
   CHECK(json_out.str() == "{\"key\": 6, \"missing\": \"none\"}\n");
+  // A value alone, or a set's key alone, as `bbtree-query get` prints
+  // them: one record a line in each text format.
+  const entry_types byte_types = make_types("bytes", "bytes");
+  for (const auto& [format, expected] : std::vector<std::pair<text_format, std::string>>{
+           {text_format::tsv, "a b\n\"q\"\n"},
+           {text_format::csv, "a b\n\"\"\"q\"\"\"\n"},
+           {text_format::jsonl, "{\"key\": \"a b\"}\n{\"value\": \"\\\"q\\\"\"}\n"}}) {
+    std::ostringstream out;
+    entry_writer writer(out, "<test>", format, byte_types);
+    writer.write_key("a b");
+    writer.write_value("\"q\"");
+    writer.flush();
+    CHECK(out.str() == expected);
+  }
 }
 
 TEST_CASE("the reader reports where each entry began", "[text_format]") {

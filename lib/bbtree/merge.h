@@ -19,6 +19,12 @@
 
 namespace bbtree {
 
+namespace detail {
+// How many bytes of an input's leaves the merge reads between drops of the
+// mapped pages behind it.
+inline constexpr std::uint64_t merge_drop_step = std::uint64_t{16} << 20;
+}  // namespace detail
+
 struct merge_progress {
   std::uint64_t entries = 0;  // entries read from the inputs so far
   std::uint64_t total = 0;    // entries in all inputs

@@ -4,7 +4,7 @@
 // Each input is walked leaf by leaf through reader_core rather than through
 // cursors, so that the merge can check what a lookup does not (each leaf's
 // checksum, each out-of-page item's checksum, that keys ascend) and knows
-// which pages it is done with: every 16 MiB of leaves, the mapped pages
+// which pages it is done with: every 16 MiB of leaves (merge_drop_step), the mapped pages
 // behind the merge are dropped, so that resident memory does not grow with
 // the inputs.
 #include <bbtree/merge.h>
@@ -40,7 +40,6 @@ class index_source {
  public:
   explicit index_source(const reader& index) : core_(&index.core()) {}
 
-  const reader_core& core() const noexcept { return *core_; }
   const std::string& name() const noexcept { return core_->name(); }
 
   // Moves to the next entry; false (and exhausted()) after the last.
@@ -87,8 +86,9 @@ class index_source {
       core_->corrupt(number, "checksum mismatch");
     in_leaf_ = true;
     position_ = 0;
-    constexpr std::uint64_t drop_step = std::uint64_t{16} << 20;
-    if (std::uint64_t{number - dropped_before_} * page_size >= drop_step) drop_pages_behind(number);
+    if (std::uint64_t{number - dropped_before_} * page_size >= merge_drop_step) {
+      drop_pages_behind(number);
+    }
   }
 
   // The pages before leaf `number`, and the blob region, whose values were
