@@ -94,6 +94,22 @@ grep '^shard' sized.manifest | head -n -1 | cut -f6 | while read -r size; do
 done
 same_answers sized.manifest range --after 998 --before 1010
 same_answers sized.manifest range --after 998 --before 1010 --reverse
+# Every spelling of 8 KiB cuts the same shards; sizes that are no size are
+# usage errors.
+for spelling in 8192 8192B 8192b 8k 8KiB 8kib 8KB; do
+  expect_status 0 "$BUILD" -q --sorted --key-type u64 --page-size 512 --shard-size "$spelling" \
+    -o "spelled-$spelling.manifest" sorted.tsv
+  for shard in $(grep '^shard' sized.manifest | cut -f2); do
+    cmp -s "$shard" "spelled-$spelling${shard#sized}" || fail "--shard-size $spelling: $shard differs"
+  done
+  [[ $(grep -c '^shard' "spelled-$spelling.manifest") == "$shards" ]] ||
+    fail "--shard-size $spelling: not $shards shards"
+done
+for bad in 0 0K 8Q 8KiBB 8.5K K 18014398509481984K 99999999999999999999; do
+  expect_status 2 "$BUILD" -q --sorted --key-type u64 --shard-size "$bad" -o bad.manifest sorted.tsv
+  expect_err "--shard-size: bad size \"$bad\""
+done
+expect_no_file bad.manifest
 expect_status 0 "$DUMP" sized.manifest
 expect_out_file sorted.tsv
 # Unsorted input through an external sort of many runs: the merge streams
