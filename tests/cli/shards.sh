@@ -249,6 +249,27 @@ expect_status 1 "$VERIFY" flipped/joined.manifest
 grep -q '^flipped/parts/b.bbt: page 1 (offset ' out || fail "verify of a damaged shard: $(cat out)"
 grep -q '^flipped/joined.manifest: damaged shard set (.*1 damaged shard' out || fail "verify: $(cat out)"
 
+# The same three sets in --json, one document: a manifest problem names its
+# line and shard, a damaged shard is a file of its own, and a shard that
+# cannot be opened is reported as such.
+expect_status 3 "$VERIFY" --json changed/joined.manifest flipped/joined.manifest \
+  missing/joined.manifest
+python3 - out <<'EOF' || fail "verify --json of damaged sets: $(cat out)"
+import json, sys
+report = json.load(open(sys.argv[1]))
+assert report["ok"] is False
+items = {item["name"]: item for item in report["files"]}
+changed = items["changed/joined.manifest"]
+assert changed["shard_set"] is True and changed["ok"] is False, changed
+assert [(p["line"], p["shard"]) for p in changed["problems"]] == [(4, "changed/parts/b.bbt")], changed
+assert "does not match the manifest" in changed["problems"][0]["message"], changed
+flipped_shard = items["flipped/parts/b.bbt"]
+assert flipped_shard["ok"] is False and flipped_shard["problems"][0]["page"] == 1, flipped_shard
+assert items["flipped/joined.manifest"]["ok"] is False, items["flipped/joined.manifest"]
+unreadable = items["missing/parts/c.bbt"]
+assert unreadable["ok"] is False and "cannot open missing/parts/c.bbt" in unreadable["error"], unreadable
+EOF
+
 # A manifest with one byte changed, or cut short.
 sed 's/^types\tu64/types\ti64/' moved/joined.manifest >moved/edited.manifest
 expect_status 1 "$QUERY" moved/edited.manifest count
