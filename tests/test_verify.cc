@@ -366,6 +366,33 @@ TEST_CASE("header fields that only verification checks", "[verify][header]") {
     format_only.builder_policy = false;
     REQUIRE(verify_string(older, format_only).ok());
   }
+  SECTION("a metadata checksum in a file without metadata") {
+    std::string file = build_bytes(u64_shape, spaced_u64_model(200));
+    store_field<std::uint32_t>(file, header::metadata_checksum_offset, 1);
+    rechecksum_header(file);
+    REQUIRE_FALSE(open_error(file));
+    const verify_report report = verify_string(file);
+    INFO(describe(report));
+    REQUIRE(report.problems.size() == 1);
+    REQUIRE(report.problems[0].offset == header::metadata_checksum_offset);
+    REQUIRE_THAT(report.problems[0].message, Catch::Contains("not 0 in a file without metadata"));
+  }
+  SECTION("prefix_cap: builder policy only, with the pages whose prefix passes it") {
+    model entries;
+    for (int i = 0; i < 400; ++i) entries[fmt::format("/srv/data/archive/{:05}", i * 7)] = "";
+    std::string file = build_bytes({key_kind::bytes, 0, value_kind::none, 0, 512}, entries);
+    REQUIRE(verify_string(file).ok());
+    store_field<std::uint32_t>(file, header::prefix_cap_offset, 8);
+    rechecksum_header(file);
+    REQUIRE_FALSE(open_error(file));
+    const verify_report report = verify_string(file);
+    INFO(describe(report));
+    REQUIRE(has_page_problem(report, 0, "prefix_cap is 8; the builder uses page_size / 8 = 64"));
+    REQUIRE(has_page_problem(report, 1, "is over prefix_cap 8 (builder policy"));
+    verify_options format_only;
+    format_only.builder_policy = false;
+    REQUIRE(verify_string(file, format_only).ok());
+  }
   SECTION("inline_limit: builder policy only") {
     std::string file = good;
     store_field<std::uint32_t>(file, header::inline_limit_offset, 100);
