@@ -78,8 +78,11 @@ def main():
             return
         met = ratio < bar if strict else ratio <= bar
         shown_other = f"{other:.4g} {other_unit}" if scale == 1.0 else f"{other:.4g} {other_unit} x {scale:g}"
+        # Three digits, or four where three would print the bar itself
+        # ("0.3 MISSED" for 0.3004).
+        shown_ratio = f"{ratio:.3g}" if float(f"{ratio:.3g}") != bar else f"{ratio:.4g}"
         rows.append((target, hp, f"{value:.4g} {unit}", shown_other, f"{'<' if strict else '<='} {bar:g}",
-                     f"{ratio:.3g} {'met' if met else 'MISSED'}"))
+                     f"{shown_ratio} {'met' if met else 'MISSED'}"))
 
     def absolute_row(target, bar, dataset, metric, hp, peer="bbtree"):
         mine = get(dataset, peer, metric, hp)
