@@ -903,6 +903,24 @@ TEST_CASE("valid files at the limits verify", "[verify]") {
       REQUIRE(report.entries == entries.size());
     }
   }
+  SECTION("the largest fixed values that validate() lets 512-byte pages hold") {
+    // 192 bytes with u64 keys, 184 with 8-byte fixed keys; a byte more is
+    // refused (test_build_failures.cc has the message).
+    for (const shape kinds : {shape{key_kind::u64, 0, value_kind::fixed, 192, 512},
+                              shape{key_kind::fixed, 8, value_kind::fixed, 184, 512}}) {
+      const model entries = random_model_of(kinds, 300, 2);
+      const std::string file = build_bytes(kinds, entries);
+      const verify_report report = verify_string(file);
+      INFO(kinds.describe() << ": " << describe(report));
+      REQUIRE(report.ok());
+      const reader index = reader::from_memory(as_bytes(file));
+      std::mt19937_64 random(3);
+      check_against_model(index, entries, probes_for(kinds, entries, random, 50));
+      build_options one_more = options_for(kinds);
+      ++one_more.value_size;
+      REQUIRE_THROWS_AS(validate(one_more), error);
+    }
+  }
   SECTION("large fixed keys and values") {
     const shape kinds{key_kind::fixed, 200, value_kind::fixed, 100, 1024};
     const std::string file = build_bytes(kinds, random_model_of(kinds, 500, 1));
