@@ -147,6 +147,25 @@ else
 fi
 expect_status 0 "$VERIFY" --json numbers.bbt
 grep -q '^{"ok": true, "files": \[' out || fail "--json good: $(cat out)"
+# File names of any bytes stay valid JSON: escapes, control characters, and
+# bytes that are not UTF-8 as \u00XX (so they read back as Latin-1).
+mkdir -p names
+names=($'names/tab\there.bbt' $'names/new\nline.bbt' 'names/quote"back\slash.bbt'
+  $'names/bell\a.bbt' $'names/latin1-\xe9.bbt' 'names/utf8-é.bbt')
+for name in "${names[@]}"; do cp numbers.bbt "$name"; done
+expect_status 0 "$VERIFY" --json "${names[@]}"
+python3 - out <<'EOF' || fail "--json names: $(cat out)"
+import json, os, sys
+report = json.load(open(sys.argv[1]))
+def shown(name):
+    try:
+        return name.decode("utf-8")
+    except UnicodeDecodeError:
+        return name.decode("latin-1")
+expected = sorted(shown(os.path.join(b"names", n)) for n in os.listdir(b"names"))
+assert sorted(item["name"] for item in report["files"]) == expected, report["files"]
+assert all(item["ok"] for item in report["files"]), report
+EOF
 
 # --- Usage, help and version --------------------------------------------------------
 
