@@ -203,5 +203,19 @@ expect_status 0 "$BUILD" -q --force -o summary.bbt good.tsv
 [[ ! -s err ]] || fail "--quiet printed: $(cat err)"
 expect_status 0 "$BUILD" --progress --force -o summary.bbt good.tsv
 grep -q 'entries/s' err || fail "--progress printed no progress: $(cat err)"
+# On a terminal progress is redrawn in place, and cleared before the summary
+# line (script(1), from Debian's essential bsdutils, gives the tool a
+# pseudo-terminal); elsewhere, without --progress, stderr has the summary
+# line alone. Each phase's first line is drawn at once, so the small input
+# shows progress however fast the build.
+seq 1 200000 | awk '{ printf "%d\t%d\n", $1 * 7 % 200003, $1 }' >progress.tsv
+script -qec "$(printf %q "$BUILD") --key-type u64 --value-type u64 --force -o tty.bbt progress.tsv" /dev/null >tty.out ||
+  fail "bbtree-build under script(1): $(cat -v tty.out)"
+grep -q 'entries/s' tty.out || fail "no progress on a terminal: $(cat -v tty.out)"
+grep -q $'\r\x1b\[Kbbtree-build: wrote tty.bbt: 200000 entries' tty.out ||
+  fail "progress not cleared before the summary: $(cat -v tty.out)"
+expect_status 0 "$BUILD" --key-type u64 --value-type u64 --force -o notty.bbt progress.tsv
+[[ $(wc -l <err) == 1 ]] || fail "progress off a terminal: $(cat err)"
+grep -q '^bbtree-build: wrote notty.bbt: 200000 entries' err || fail "summary: $(cat err)"
 
 echo "build_errors: ok"
