@@ -605,6 +605,14 @@ TEST_CASE("lookup output lines", "[text_format]") {
     writer.flush();
     CHECK(out.str() == expected);
   }
+  // A set's value, asked for anyway, is JSON's null.
+  std::ostringstream set_out;
+  {
+    entry_writer json(set_out, "<test>", text_format::jsonl, make_types("bytes", "none"));
+    json.write_value("");
+    json.flush();
+  }
+  CHECK(set_out.str() == "{\"value\": null}\n");
 }
 
 TEST_CASE("the reader reports where each entry began", "[text_format]") {
