@@ -4,6 +4,7 @@
 // Options and entries that a file cannot hold are refused by every writer
 // alike, naming the field or the entry.
 #include "test_support.h"
+#include "verify_test_support.h"
 
 #include <bbtree/external_sort.h>
 #include <bbtree/shards.h>
@@ -31,6 +32,18 @@ build_options u64_options() {
   options.sync = false;
   options.overwrite = true;
   return options;
+}
+
+// Requires that `call` throws error(code) with exactly `message`.
+template <typename Call>
+void require_error(Call&& call, errc code, const std::string& message) {
+  try {
+    call();
+    FAIL("nothing was thrown; expected: " << message);
+  } catch (const error& failure) {
+    REQUIRE(failure.code() == code);
+    REQUIRE(std::string(failure.what()) == message);
+  }
 }
 
 // Writes a small valid index at `path` and returns its bytes.
@@ -212,14 +225,8 @@ TEST_CASE("an existing destination is kept unless overwriting is asked for", "[b
            [](const std::filesystem::path& at) { builder writer(at, u64_options()); },
            [](const std::filesystem::path& at) { shard_set_builder writer(at, u64_options()); }}) {
     const auto directory = scratch.path() / "";
-    try {
-      make(directory);
-      FAIL("a directory was taken for an output file");
-    } catch (const error& failure) {
-      REQUIRE(failure.code() == errc::invalid_argument);
-      REQUIRE(std::string(failure.what()) ==
-              "output " + directory.string() + " names a directory, not a file");
-    }
+    require_error([&] { make(directory); }, errc::invalid_argument,
+                  "output " + directory.string() + " names a directory, not a file");
   }
   // An unwritable place is an I/O error naming it.
   try {
@@ -301,25 +308,16 @@ build_options options_of(const unfit_entry& entry) {
 // 1,000 distinct entries of the case's kinds: more than one leaf, so that
 // the unfit entry comes to a builder with pages written.
 model good_entries(const unfit_entry& entry) {
-  std::mt19937_64 random(17);
-  model entries;
-  while (entries.size() < 1000) {
-    entries.emplace(random_key(entry.kinds, random), random_value(entry.kinds, random));
-  }
+  model entries = random_model_of(entry.kinds, 1000, 17);
+  REQUIRE(entries.size() == 1000);
   return entries;
 }
 
 // Requires that `add` throws the case's error for entry `position`.
 template <typename Add>
 void require_refused(const unfit_entry& entry, std::uint64_t position, Add&& add) {
-  try {
-    add(entry.key, entry.value);
-    FAIL("an entry that does not fit was accepted");
-  } catch (const error& failure) {
-    REQUIRE(failure.code() == entry.code);
-    REQUIRE(std::string(failure.what()) ==
-            "entry " + std::to_string(position) + ": " + entry.message);
-  }
+  require_error([&] { add(entry.key, entry.value); }, entry.code,
+                "entry " + std::to_string(position) + ": " + entry.message);
 }
 
 }  // namespace
@@ -421,13 +419,7 @@ TEST_CASE("a value over the limit is refused by every writer without being read"
   build_options options = u64_options();
   options.values = value_kind::bytes;
   const auto require_refused = [&](auto& writer) {
-    try {
-      writer.add(u64_key(1), value);
-      FAIL("a value over the limit was accepted");
-    } catch (const error& failure) {
-      REQUIRE(failure.code() == errc::value_too_long);
-      REQUIRE(std::string(failure.what()) == message);
-    }
+    require_error([&] { writer.add(u64_key(1), value); }, errc::value_too_long, message);
   };
   {
     builder writer(scratch / "index.bbt", options);
@@ -494,13 +486,7 @@ TEST_CASE("options that no file can have are refused before anything is written"
       build_options options = u64_options();
       bad.change(options);
       const auto require_refused = [&](auto&& make) {
-        try {
-          make();
-          FAIL("options that no file can have were accepted");
-        } catch (const error& failure) {
-          REQUIRE(failure.code() == errc::invalid_argument);
-          REQUIRE(std::string(failure.what()) == bad.message);
-        }
+        require_error(make, errc::invalid_argument, bad.message);
       };
       require_refused([&] { validate(options); });
       require_refused([&] { builder writer(path, options); });

@@ -914,7 +914,7 @@ class builder::impl {
     const std::uint32_t value_size =
         ValueSize != detail::runtime_size ? ValueSize : shape_.value_size;
     if (key.size() != key_size || value.size() != value_size) [[unlikely]] {
-      limits_.check(position_, key, value);
+      limits_.throw_if_unfit(position_, key, value);
     }
     detail::open_page& leaf = levels_[0];
     if (!leaf.empty()) [[likely]] {
@@ -933,9 +933,7 @@ class builder::impl {
 
   [[gnu::noinline]] void add_checked(std::string_view key, std::string_view value) {
     ++position_;
-    if (!limits_.fit(key, value)) [[unlikely]] {
-      limits_.check(position_, key, value);
-    }
+    limits_.check(position_, key, value);
     if (keep_last_) {
       add_keep_last(key, value);
       return;

@@ -4,8 +4,8 @@
 
 namespace bbtree::detail {
 
-void entry_limits::check(std::uint64_t position, std::string_view key,
-                         std::string_view value) const {
+void entry_limits::throw_if_unfit(std::uint64_t position, std::string_view key,
+                                  std::string_view value) const {
   if (key_size_ != 0 && key.size() != key_size_) {
     throw error(errc::key_too_long,
                 fmt::format("entry {}: key is {} bytes; this file's keys are {} bytes", position,

@@ -1,5 +1,6 @@
 // The keys and values a file of given kinds can store.  Every writer
-// (builder, sorting_builder, the external sort) checks an entry with this
+// (builder, sorting_builder, the external sort, shard_set_builder) checks an
+// entry with this
 // one definition, so that each refuses the same entries, at the moment they
 // are added, with the same message.
 #pragma once
@@ -32,9 +33,15 @@ class entry_limits {
 
   // Throws error(key_too_long | value_too_long), naming entry `position`
   // (counted from 1 in the order entries were added), unless the entry fits.
-  // Out of line: callers test fit() first and come here to say why not.
-  [[gnu::cold, gnu::noinline]] void check(std::uint64_t position, std::string_view key,
-                                          std::string_view value) const;
+  void check(std::uint64_t position, std::string_view key, std::string_view value) const {
+    if (!fit(key, value)) [[unlikely]]
+      throw_if_unfit(position, key, value);
+  }
+
+  // check() without the inline test, for a caller that has found the entry
+  // unfit by a test of its own.  Out of line: the throwing is cold.
+  [[gnu::cold, gnu::noinline]] void throw_if_unfit(std::uint64_t position, std::string_view key,
+                                                   std::string_view value) const;
 
  private:
   std::uint32_t key_size_;

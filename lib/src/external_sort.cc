@@ -860,8 +860,7 @@ class external_sorter {
   void add(std::string_view key, std::string_view value) {
     if (done_) throw error(errc::invalid_argument, "add() after finish(), abort() or a failure");
     try {
-      if (!limits_.fit(key, value)) [[unlikely]]
-        limits_.check(entries_ + 1, key, value);
+      limits_.check(entries_ + 1, key, value);
       if (block_.empty()) allocate_block();
       const std::uint64_t prefix = key_prefix(key);
       if (!buffers_[filling_].try_add(key, value, prefix)) {

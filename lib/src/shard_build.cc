@@ -193,8 +193,7 @@ class shard_set_builder::impl {
     try {
       // Before the order, as every writer does: an entry that cannot be
       // stored is refused for that, whatever its key.
-      if (!limits_.fit(key, value)) [[unlikely]]
-        limits_.check(position_, key, value);
+      limits_.check(position_, key, value);
       if (have_last_key_) {
         const int order = detail::compare_keys(key, last_key_);
         if (order < 0) {

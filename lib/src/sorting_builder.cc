@@ -21,10 +21,7 @@ sorting_builder::~sorting_builder() = default;
 
 void sorting_builder::add(std::string_view key, std::string_view value) {
   if (done_) throw error(errc::invalid_argument, "add() after finish() or abort()");
-  const detail::entry_limits limits(options_);
-  if (!limits.fit(key, value)) [[unlikely]] {
-    limits.check(entries_.size() + 1, key, value);
-  }
+  detail::entry_limits(options_).check(entries_.size() + 1, key, value);
   entries_.push_back({arena_.size(), static_cast<std::uint32_t>(key.size()),
                       arena_.size() + key.size(), value.size()});
   arena_.append(key);

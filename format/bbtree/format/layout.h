@@ -81,7 +81,8 @@ constexpr std::uint32_t encoded_key_size(key_kind kind, std::uint32_t fixed_size
 }
 
 // Encoded size of every value of a kind (u64 values are 8 little-endian
-// bytes), or 0 for no values and for variable-length byte strings.
+// bytes), or 0 for no values and for variable-length byte strings: the
+// header's value_size field (spec/FORMAT.md, section 5).
 constexpr std::uint32_t encoded_value_size(value_kind kind, std::uint32_t fixed_size) noexcept {
   switch (kind) {
     case value_kind::u64:
