@@ -39,6 +39,9 @@ struct build_options {
   std::uint32_t key_size = 0;  // fixed keys only: N
   value_kind values = value_kind::bytes;
   std::uint32_t value_size = 0;  // fixed values only: N
+  // A power of two, 512 to 65536.  512 suits u64 keys in an index far
+  // larger than the caches (lookups 5-8% faster at 10M u64 keys; scans,
+  // verification and the first lookup slower: bench/RESULTS.md, 12-06).
   std::uint32_t page_size = format::default_page_size;
   duplicate_policy duplicates = duplicate_policy::error;
   bool overwrite = false;  // replace an existing destination
