@@ -10,7 +10,8 @@
 //     numbers depend on how many leaves there will be;
 //   - out-of-page items go to an unnamed blob scratch file.
 // finish() appends the inner levels (stamping each page's number and
-// checksum as it goes), the blob region and the metadata, then writes the
+// checksum as it goes), the blob region, the metadata and the directory,
+// all in the same 2 MiB pieces as the leaves, then writes the
 // header and publishes the file atomically.
 #include <bbtree/builder.h>
 
@@ -1066,6 +1067,29 @@ class builder::impl {
     output_buffer_.clear();
   }
 
+  // Bytes after the pages, written in the pages' 2 MiB pieces: each write
+  // still starts at a multiple of output_flush_size.
+  void append_to_output(const void* bytes, std::size_t length) {
+    const auto* next = static_cast<const unsigned char*>(bytes);
+    while (length > 0) {
+      const std::size_t piece = std::min(length, output_flush_size - output_buffer_.size());
+      output_buffer_.append(next, piece);
+      if (output_buffer_.size() == output_flush_size) flush_output();
+      next += piece;
+      length -= piece;
+    }
+  }
+  void append_scratch_to_output(const detail::scratch_file& file) {
+    for (std::uint64_t offset = 0; offset < file.length;) {
+      const std::size_t piece = static_cast<std::size_t>(
+          std::min<std::uint64_t>(file.length - offset, output_flush_size - output_buffer_.size()));
+      detail::pread_all(file.fd.get(), output_buffer_.extend(piece), piece, offset,
+                        staged_.destination());
+      if (output_buffer_.size() == output_flush_size) flush_output();
+      offset += piece;
+    }
+  }
+
   std::uint32_t pages_in_level(std::size_t level) const { return level_page_counts_[level]; }
 
   // A page at level - 1 was written; it becomes the next child of the open
@@ -1177,18 +1201,20 @@ class builder::impl {
       }
       file.fd.reset();
     }
-    flush_output();
     if (next_page > 0xFFFFFFFFull) {
       throw error(errc::invalid_argument, "the index would have more than 2^32 - 1 pages");
     }
     const std::uint64_t page_count = next_page;
     std::uint64_t file_size = page_count * options_.page_size;
 
+    // The regions after the pages continue the same 2 MiB pieces, so that
+    // the blob region, as large as the pages for long values, is cached in
+    // 2 MiB folios too.
     std::uint64_t blob_offset = 0;
     if (blob_.length > 0) {
       blob_.flush(staged_.destination());
       blob_offset = file_size;
-      detail::append_file(staged_.fd(), staged_.destination(), blob_.fd.get(), blob_.length);
+      append_scratch_to_output(blob_);
       file_size += blob_.length;
       blob_.fd.reset();
     }
@@ -1197,7 +1223,7 @@ class builder::impl {
     std::uint64_t metadata_offset = 0;
     if (!metadata.empty()) {
       metadata_offset = file_size;
-      detail::write_all(staged_.fd(), metadata.data(), metadata.size(), staged_.destination());
+      append_to_output(metadata.data(), metadata.size());
       file_size += metadata.size();
     }
 
@@ -1210,11 +1236,11 @@ class builder::impl {
                                     format::builder_head_size_for(shape_.keys, shape_.key_size));
       directory_offset = format::directory::region_offset(file_size);
       const std::string padding(directory_offset - file_size, '\0');
-      detail::write_all(staged_.fd(), padding.data(), padding.size(), staged_.destination());
-      detail::write_all(staged_.fd(), directory.bytes.data(), directory.bytes.size(),
-                        staged_.destination());
+      append_to_output(padding.data(), padding.size());
+      append_to_output(directory.bytes.data(), directory.bytes.size());
       file_size = directory_offset + directory.bytes.size();
     }
+    flush_output();
 
     std::vector<unsigned char> header_page(options_.page_size, 0);
     unsigned char* h = header_page.data();

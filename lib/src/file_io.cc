@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <fcntl.h>
-#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <algorithm>
@@ -102,29 +101,6 @@ void pread_all(int fd, void* data, std::size_t length, std::uint64_t offset, con
     bytes += got;
     offset += static_cast<std::uint64_t>(got);
     length -= static_cast<std::size_t>(got);
-  }
-}
-
-void append_file(int target, const fs::path& target_path, int source, std::uint64_t length) {
-  loff_t source_offset = 0;
-  while (length > 0) {
-    const std::size_t chunk = length > (std::uint64_t{1} << 30) ? (std::size_t{1} << 30) : length;
-    ssize_t copied = ::copy_file_range(source, &source_offset, target, nullptr, chunk, 0);
-    if (copied < 0 &&
-        (errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL)) {
-      off_t offset = static_cast<off_t>(source_offset);
-      copied = ::sendfile(target, source, &offset, chunk);
-      if (copied > 0) source_offset = offset;
-    }
-    if (copied < 0) {
-      if (errno == EINTR) continue;
-      throw_errno("cannot write", target_path);
-    }
-    if (copied == 0) {
-      throw error(errc::io_error,
-                  fmt::format("cannot write {}: staging file ended early", target_path.string()));
-    }
-    length -= static_cast<std::uint64_t>(copied);
   }
 }
 

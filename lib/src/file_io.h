@@ -71,11 +71,6 @@ void pwrite_all(int fd, const void* data, std::size_t length, std::uint64_t offs
 // Reads exactly `length` bytes at `offset`; short files are an io_error.
 void pread_all(int fd, void* data, std::size_t length, std::uint64_t offset,
                const std::filesystem::path& path);
-// Appends `length` bytes of `source` from offset 0 to `target` at its
-// current position, in the kernel where it can.
-void append_file(int target, const std::filesystem::path& target_path, int source,
-                 std::uint64_t length);
-
 // An unnamed file in `directory` (O_TMPFILE), or where the file system has
 // none, a named one that is unlinked at once.  Either way nothing is left
 // behind if the process dies.
