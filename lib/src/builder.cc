@@ -1067,27 +1067,28 @@ class builder::impl {
     output_buffer_.clear();
   }
 
-  // Bytes after the pages, written in the pages' 2 MiB pieces: each write
-  // still starts at a multiple of output_flush_size.
-  void append_to_output(const void* bytes, std::size_t length) {
-    const auto* next = static_cast<const unsigned char*>(bytes);
-    while (length > 0) {
-      const std::size_t piece = std::min(length, output_flush_size - output_buffer_.size());
-      output_buffer_.append(next, piece);
-      if (output_buffer_.size() == output_flush_size) flush_output();
-      next += piece;
-      length -= piece;
-    }
-  }
-  void append_scratch_to_output(const detail::scratch_file& file) {
-    for (std::uint64_t offset = 0; offset < file.length;) {
+  // Bytes after the pages, written in the pages' 2 MiB pieces, so that each
+  // write still starts at a multiple of output_flush_size: `fill(to, offset,
+  // piece)` puts bytes [offset, offset + piece) of the `length` at `to`.
+  template <typename Fill>
+  void append_in_pieces(std::uint64_t length, Fill&& fill) {
+    for (std::uint64_t offset = 0; offset < length;) {
       const std::size_t piece = static_cast<std::size_t>(
-          std::min<std::uint64_t>(file.length - offset, output_flush_size - output_buffer_.size()));
-      detail::pread_all(file.fd.get(), output_buffer_.extend(piece), piece, offset,
-                        staged_.destination());
+          std::min<std::uint64_t>(length - offset, output_flush_size - output_buffer_.size()));
+      fill(output_buffer_.extend(piece), offset, piece);
       if (output_buffer_.size() == output_flush_size) flush_output();
       offset += piece;
     }
+  }
+  void append_to_output(const void* bytes, std::size_t length) {
+    append_in_pieces(length, [bytes](unsigned char* to, std::uint64_t offset, std::size_t piece) {
+      std::memcpy(to, static_cast<const unsigned char*>(bytes) + offset, piece);
+    });
+  }
+  void append_scratch_to_output(const detail::scratch_file& file) {
+    append_in_pieces(file.length, [&](unsigned char* to, std::uint64_t offset, std::size_t piece) {
+      detail::pread_all(file.fd.get(), to, piece, offset, staged_.destination());
+    });
   }
 
   std::uint32_t pages_in_level(std::size_t level) const { return level_page_counts_[level]; }
