@@ -140,7 +140,13 @@ TEST_CASE("an exception from the application abandons the build", "[build][failu
   REQUIRE(scratch.names() == std::vector<std::string>{"index.bbt"});
 }
 
-TEST_CASE("a write error (file size limit) fails cleanly", "[build][failure]") {
+namespace {
+
+// Runs `build` into `path` in a child whose files may not pass 1 MiB, and
+// checks that it reports an I/O error naming the file, that the previous
+// file is as it was and that no temporary is left.
+void check_build_past_file_size_limit(
+    const std::function<void(const std::filesystem::path&)>& build) {
   scratch_directory scratch;
   const auto path = scratch / "index.bbt";
   const std::string previous = make_previous(path);
@@ -153,9 +159,7 @@ TEST_CASE("a write error (file size limit) fails cleanly", "[build][failure]") {
     ::setrlimit(RLIMIT_FSIZE, &limit);
     int status = 10;
     try {
-      builder writer(path, u64_options());
-      for (std::uint64_t i = 0; i < 1000000; ++i) writer.add(u64_key(i), u64_value(i));
-      writer.finish();
+      build(path);
     } catch (const error& failure) {
       status = failure.code() == errc::io_error &&
                        std::string(failure.what()).find(path.string()) != std::string::npos
@@ -170,6 +174,31 @@ TEST_CASE("a write error (file size limit) fails cleanly", "[build][failure]") {
   REQUIRE(WEXITSTATUS(status) == 0);  // the build reported an I/O error naming the file
   REQUIRE(read_file(path) == previous);
   REQUIRE(scratch.names() == std::vector<std::string>{"index.bbt"});
+}
+
+}  // namespace
+
+TEST_CASE("a write error (file size limit) fails cleanly", "[build][failure]") {
+  SECTION("in the leaves") {
+    check_build_past_file_size_limit([](const std::filesystem::path& path) {
+      builder writer(path, u64_options());
+      for (std::uint64_t i = 0; i < 1000000; ++i) writer.add(u64_key(i), u64_value(i));
+      writer.finish();
+    });
+  }
+  SECTION("in the blob region, after the pages") {
+    // The blob scratch file takes 990 KiB and the pages over 60 KiB, each
+    // under the limit; the index, both together, passes it.
+    check_build_past_file_size_limit([](const std::filesystem::path& path) {
+      build_options options = options_for({key_kind::u64, 8, value_kind::bytes, 0});
+      options.overwrite = true;
+      builder writer(path, options);
+      for (std::uint64_t i = 0; i < 3000; ++i) {
+        writer.add(u64_key(i), i % 500 == 0 ? std::string(165 << 10, 'v') : std::string(20, 'v'));
+      }
+      writer.finish();
+    });
+  }
 }
 
 TEST_CASE("a killed build leaves nothing, and stale temporaries are removed", "[build][failure]") {
