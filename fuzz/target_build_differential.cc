@@ -303,6 +303,18 @@ int run_build_differential(bytes_view input) {
                          (e.code() == errc::key_too_long && expected.key_too_long) ||
                          (e.code() == errc::duplicate_key && expected.duplicate);
     BBTREE_FUZZ_CHECK(allowed, what + ": unexpected build error: " + e.what());
+    // The external sort numbers entries in input order, from 1: the two it
+    // names must both hold the key, the first before the other.
+    if (const auto* found = dynamic_cast<const duplicate_key_error*>(&e)) {
+      const std::uint64_t first = found->first_origin();
+      const std::uint64_t later = found->origin();
+      const auto& entries = test.entries;
+      BBTREE_FUZZ_CHECK(0 < first && first < later && later <= entries.size() &&
+                            entries[first - 1].first == found->key() &&
+                            entries[later - 1].first == found->key(),
+                        fmt::format("{}: the duplicate names entries {} and {}: {}", what, first,
+                                    later, e.what()));
+    }
     BBTREE_FUZZ_CHECK(!fs::exists(path),
                       what + ": a failed build left the destination: " + e.what());
     const auto names = leftovers(directory, "");

@@ -206,7 +206,8 @@ TEST_CASE("external sort equals an in-memory sort: byte keys, large values", "[e
   }
 }
 
-TEST_CASE("a duplicate under the error policy names its key, wherever it is", "[external_sort]") {
+TEST_CASE("a duplicate under the error policy names its key and both entries, wherever it is",
+          "[external_sort]") {
   scratch_directory scratch;
   const auto path = scratch / "index.bbt";
   entry_list entries = unique_u64_entries(100000, 3);
@@ -223,6 +224,56 @@ TEST_CASE("a duplicate under the error policy names its key, wherever it is", "[
       } catch (const duplicate_key_error& failure) {
         REQUIRE(failure.code() == errc::duplicate_key);
         REQUIRE(failure.key() == key);
+        // Entry numbers, from 1, in the order added.
+        REQUIRE(failure.first_origin() == 6);
+        REQUIRE(failure.origin() == second + 1);
+        REQUIRE_THAT(failure.what(),
+                     Catch::Contains(fmt::format("(entries 6 and {})", second + 1)));
+      }
+      REQUIRE(scratch.names().empty());
+    }
+  }
+}
+
+TEST_CASE("a duplicate gives back the origins its entries were added with", "[external_sort]") {
+  scratch_directory scratch;
+  const auto path = scratch / "index.bbt";
+  const entry_list entries = unique_u64_entries(50000, 4);
+  // Origins far from the entry numbers, and not in order: the sort keeps
+  // them as given.
+  const auto origin_of = [](std::size_t index) {
+    return (std::uint64_t{1} << 60) - 7 * static_cast<std::uint64_t>(index);
+  };
+  for (const std::uint64_t memory : {64 * kib, 64 * mib}) {
+    for (const duplicate_policy policy :
+         {duplicate_policy::error, duplicate_policy::keep_first, duplicate_policy::keep_last}) {
+      CAPTURE(memory, name_of(policy));
+      sort_options sort;
+      sort.memory = memory;
+      external_sorting_builder writer(path, options_of(key_kind::u64, value_kind::u64, policy),
+                                      sort);
+      for (std::size_t i = 0; i < entries.size(); ++i)
+        writer.add(entries[i].first, entries[i].second, origin_of(i));
+      // Entry 123's key again, last.
+      writer.add(entries[123].first, "8 bytes!", 99);
+      if (policy != duplicate_policy::error) {
+        // Origins change nothing else: the file is the one add(key, value) builds.
+        writer.finish();
+        entry_list expected(entries.begin(), entries.end());
+        expected.emplace_back(entries[123].first, "8 bytes!");
+        REQUIRE(read_all(path) == *expected_of(expected, policy));
+        std::filesystem::remove(path);
+        continue;
+      }
+      try {
+        writer.finish();
+        FAIL("a duplicate was accepted");
+      } catch (const duplicate_key_error& failure) {
+        REQUIRE(failure.key() == entries[123].first);
+        REQUIRE(failure.first_origin() == origin_of(123));
+        REQUIRE(failure.origin() == 99);
+        REQUIRE_THAT(failure.what(),
+                     Catch::Contains(fmt::format("(origins {} and 99)", origin_of(123))));
       }
       REQUIRE(scratch.names().empty());
     }

@@ -70,17 +70,27 @@ struct sort_options {
   std::function<void(const sort_progress&)> progress;
 };
 
-// An equal key under duplicate_policy::error; key() is the key, encoded,
-// for callers that want to find where it was given (bbtree-build names the
-// lines).
+// An equal key under duplicate_policy::error: key() is the key, encoded;
+// first_origin() is the origin of the first entry added with it and
+// origin() that of a later one (the origins add() was given, or the
+// entries' numbers in the order added, from 1).  bbtree-build's origins
+// are input lines, which it names.
 class duplicate_key_error : public error {
  public:
-  duplicate_key_error(std::string key, const std::string& message)
-      : error(errc::duplicate_key, message), key_(std::move(key)) {}
+  duplicate_key_error(std::string key, const std::string& message, std::uint64_t first_origin,
+                      std::uint64_t origin)
+      : error(errc::duplicate_key, message),
+        key_(std::move(key)),
+        first_origin_(first_origin),
+        origin_(origin) {}
   const std::string& key() const noexcept { return key_; }
+  std::uint64_t first_origin() const noexcept { return first_origin_; }
+  std::uint64_t origin() const noexcept { return origin_; }
 
  private:
   std::string key_;
+  std::uint64_t first_origin_;
+  std::uint64_t origin_;
 };
 
 // What receives entries in key order when they do not go into one file:
@@ -131,6 +141,10 @@ class external_sorting_builder {
   // finish() throws duplicate_key_error) or by the final merge.  After a
   // throw the build is abandoned.
   void add(std::string_view key, std::string_view value = {});
+  // The same, with the caller's number for the entry (any, e.g. where it
+  // came from) in place of its entry number: a duplicate_key_error for its
+  // key gives it back.  The sort keeps either with the entry (a varint).
+  void add(std::string_view key, std::string_view value, std::uint64_t origin);
 
   // Sorts or merges what was added into the destination and publishes it.
   build_summary finish();

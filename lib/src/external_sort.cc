@@ -21,7 +21,12 @@
 // the order they were added, which is what keep_first and keep_last need.
 //
 // Records, in run buffers, run files and hand-off batches alike:
-//   varint(key length) varint(value length) key value
+//   varint(key length) varint(value length) varint(origin) key value
+// The origin is the caller's number for the entry (bbtree-build's is the
+// input line; add(key, value) numbers entries from 1), kept so that a
+// duplicate found in a run or by a merge names both entries that gave its
+// key: by then nothing else says where they came from, and standard input
+// cannot be read again to find out.
 // All runs of a pass live back to back in one unnamed file, so that the
 // number of runs is limited by disk, not by file descriptors; a run's bytes
 // are released (a hole punched) once merged.
@@ -101,31 +106,37 @@ const char* get_varint(const char* in, const char* end, std::uint64_t& number) n
   return nullptr;
 }
 
-std::size_t record_size(std::string_view key, std::string_view value) noexcept {
-  return varint_size(key.size()) + varint_size(value.size()) + key.size() + value.size();
-}
-
-char* put_record(char* out, std::string_view key, std::string_view value) noexcept {
-  out = put_varint(out, key.size());
-  out = put_varint(out, value.size());
-  if (!key.empty()) std::memcpy(out, key.data(), key.size());
-  out += key.size();
-  if (!value.empty()) std::memcpy(out, value.data(), value.size());
-  return out + value.size();
-}
-
-void append_record(std::string& out, std::string_view key, std::string_view value) {
-  char header[2 * max_varint_size];
-  const char* header_end = put_varint(put_varint(header, key.size()), value.size());
-  out.append(header, static_cast<std::size_t>(header_end - header));
-  out.append(key);
-  out.append(value);
-}
-
 struct record_view {
   std::string_view key;
   std::string_view value;
+  std::uint64_t origin = 0;
 };
+
+std::size_t record_size(const record_view& record) noexcept {
+  return varint_size(record.key.size()) + varint_size(record.value.size()) +
+         varint_size(record.origin) + record.key.size() + record.value.size();
+}
+
+char* put_record_header(char* out, const record_view& record) noexcept {
+  return put_varint(put_varint(put_varint(out, record.key.size()), record.value.size()),
+                    record.origin);
+}
+
+char* put_record(char* out, const record_view& record) noexcept {
+  out = put_record_header(out, record);
+  if (!record.key.empty()) std::memcpy(out, record.key.data(), record.key.size());
+  out += record.key.size();
+  if (!record.value.empty()) std::memcpy(out, record.value.data(), record.value.size());
+  return out + record.value.size();
+}
+
+void append_record(std::string& out, const record_view& record) {
+  char header[3 * max_varint_size];
+  const char* header_end = put_record_header(header, record);
+  out.append(header, static_cast<std::size_t>(header_end - header));
+  out.append(record.key);
+  out.append(record.value);
+}
 
 // Decodes the record at `in`.  Returns the byte after it, or nullptr when
 // [in, end) holds only part of it; `needed` is then its whole size, or 0
@@ -136,6 +147,7 @@ const char* get_record(const char* in, const char* end, record_view& record,
   std::uint64_t value_length = 0;
   const char* p = get_varint(in, end, key_length);
   if (p != nullptr) p = get_varint(p, end, value_length);
+  if (p != nullptr) p = get_varint(p, end, record.origin);
   if (p == nullptr) {
     needed = 0;
     return nullptr;
@@ -229,15 +241,15 @@ class run_buffer {
         capacity_(capacity / sizeof(sort_ref) * sizeof(sort_ref)) {}
 
   // The bytes an entry takes in a buffer.
-  static std::size_t footprint(std::string_view key, std::string_view value) noexcept {
-    return record_size(key, value) + sizeof(sort_ref);
+  static std::size_t footprint(const record_view& record) noexcept {
+    return record_size(record) + sizeof(sort_ref);
   }
 
-  bool try_add(std::string_view key, std::string_view value, std::uint64_t prefix) noexcept {
-    if (arena_used_ + footprint(key, value) + count_ * sizeof(sort_ref) > capacity_) return false;
+  bool try_add(const record_view& record, std::uint64_t prefix) noexcept {
+    if (arena_used_ + footprint(record) + count_ * sizeof(sort_ref) > capacity_) return false;
     ++count_;
     refs_end()[-static_cast<std::ptrdiff_t>(count_)] = sort_ref{prefix, arena_used_};
-    arena_used_ = static_cast<std::size_t>(put_record(base_ + arena_used_, key, value) - base_);
+    arena_used_ = static_cast<std::size_t>(put_record(base_ + arena_used_, record) - base_);
     return true;
   }
 
@@ -309,16 +321,22 @@ sorted_refs sort_buffer(const run_buffer& buffer, const key_order& order, bool b
   return {refs, {}};
 }
 
-[[noreturn]] void throw_duplicate(std::string_view key) {
-  throw duplicate_key_error(std::string(key), fmt::format("duplicate key {}", quote_key(key)));
+// The first entry added with the key, then a later one.
+[[noreturn]] void throw_duplicate(std::string_view key, std::uint64_t first_origin,
+                                  std::uint64_t origin, bool numbered_by_caller) {
+  throw duplicate_key_error(
+      std::string(key),
+      fmt::format("duplicate key {} ({} {} and {})", quote_key(key),
+                  numbered_by_caller ? "origins" : "entries", first_origin, origin),
+      first_origin, origin);
 }
 
-// Passes a buffer's entries in order to `sink(key, value)`, applying the
+// Passes a buffer's entries in order to `sink(record)`, applying the
 // duplicate policy among them: of equal keys, the first or the last added,
 // or duplicate_key_error.
 template <typename Sink>
 void emit_sorted(const run_buffer& buffer, const sorted_refs& sorted, const key_order& order,
-                 duplicate_policy duplicates, Sink&& sink) {
+                 duplicate_policy duplicates, bool numbered_by_caller, Sink&& sink) {
   const ref_before before{&buffer, order};
   auto same_key = [&](const sort_ref& a, const sort_ref& b) {
     return a.prefix == b.prefix && (order.prefix_is_key || buffer.key(a) == buffer.key(b));
@@ -327,8 +345,10 @@ void emit_sorted(const run_buffer& buffer, const sorted_refs& sorted, const key_
   auto take = [&](const sort_ref& next) {
     if (held != nullptr && same_key(*held, next)) {
       switch (duplicates) {
-        case duplicate_policy::error:
-          throw_duplicate(buffer.key(next));
+        case duplicate_policy::error: {
+          const record_view first = buffer.record(*held);
+          throw_duplicate(first.key, first.origin, buffer.record(next).origin, numbered_by_caller);
+        }
         case duplicate_policy::keep_first:
           return;
         case duplicate_policy::keep_last:
@@ -336,10 +356,7 @@ void emit_sorted(const run_buffer& buffer, const sorted_refs& sorted, const key_
           return;
       }
     }
-    if (held != nullptr) {
-      const record_view record = buffer.record(*held);
-      sink(record.key, record.value);
-    }
+    if (held != nullptr) sink(buffer.record(*held));
     held = &next;
   };
   auto a = sorted.first.begin();
@@ -347,10 +364,7 @@ void emit_sorted(const run_buffer& buffer, const sorted_refs& sorted, const key_
   while (a != sorted.first.end() && b != sorted.second.end()) take(before(*b, *a) ? *b++ : *a++);
   while (a != sorted.first.end()) take(*a++);
   while (b != sorted.second.end()) take(*b++);
-  if (held != nullptr) {
-    const record_view record = buffer.record(*held);
-    sink(record.key, record.value);
-  }
+  if (held != nullptr) sink(buffer.record(*held));
 }
 
 // ---------------------------------------------------------------------------
@@ -367,16 +381,16 @@ class run_file {
   const fs::path& directory() const noexcept { return directory_; }
 
   // Appends an entry to the run being written.
-  void append(std::string_view key, std::string_view value) {
-    const std::size_t size = record_size(key, value);
+  void append(const record_view& record) {
+    const std::size_t size = record_size(record);
     if (buffer_.size() + size > write_buffer_size_) flush();
     if (size > write_buffer_size_) {
       std::string alone;
-      append_record(alone, key, value);
+      append_record(alone, record);
       write_at_end(alone.data(), alone.size());
     } else {
       if (buffer_.capacity() < write_buffer_size_) buffer_.reserve(write_buffer_size_);
-      append_record(buffer_, key, value);
+      append_record(buffer_, record);
     }
     ++run_entries_;
   }
@@ -497,17 +511,15 @@ class run_reader {
     }
     position_ = static_cast<std::size_t>(next - buffer_.get());
     --remaining_;
-    key = record.key;
-    value = record.value;
-    prefix = key_prefix(key);
+    current = record;
+    prefix = key_prefix(record.key);
     return true;
   }
 
   bool exhausted() const noexcept { return exhausted_; }
 
   // The current record; valid until the next advance().
-  std::string_view key;
-  std::string_view value;
+  record_view current;
   std::uint64_t prefix = 0;
 
  private:
@@ -635,15 +647,14 @@ class batch_channel {
 
   // Producer: appends a record, handing the batch over first when the
   // record would not fit.  False when the consumer stopped.
-  bool append(std::string_view key, std::string_view value) {
+  bool append(const record_view& record) {
     batch& filling = slots_[filling_];
-    if (!filling.records.empty() &&
-        filling.records.size() + record_size(key, value) > batch_bytes_) {
+    if (!filling.records.empty() && filling.records.size() + record_size(record) > batch_bytes_) {
       if (!hand_over()) return false;
     }
     batch& current = slots_[filling_];
     if (current.records.capacity() < batch_bytes_) current.records.reserve(batch_bytes_);
-    append_record(current.records, key, value);
+    append_record(current.records, record);
     ++current.entries;
     return true;
   }
@@ -753,14 +764,14 @@ void merge_runs(std::span<const run> runs, std::size_t buffer_size, const key_or
     const run_reader& x = readers[a];
     const run_reader& y = readers[b];
     if (x.exhausted() || y.exhausted()) return !x.exhausted();
-    const int keys = order.compare(x.prefix, x.key, y.prefix, y.key);
+    const int keys = order.compare(x.prefix, x.current.key, y.prefix, y.current.key);
     return keys != 0 ? keys < 0 : a < b;
   };
   loser_tree<decltype(before)> tree(readers.size(), before);
   for (;;) {
     run_reader& next = readers[tree.winner()];
     if (next.exhausted()) break;
-    if (!out.append(next.key, next.value)) return;
+    if (!out.append(next.current)) return;
     next.advance();
     tree.replay();
   }
@@ -857,15 +868,19 @@ class external_sorter {
 
   ~external_sorter() { abort(); }
 
-  void add(std::string_view key, std::string_view value) {
+  // `origin` is the caller's number for the entry, or nullopt for the
+  // entry's own (the count of entries added, this one included).
+  void add(std::string_view key, std::string_view value, std::optional<std::uint64_t> origin) {
     if (done_) throw error(errc::invalid_argument, "add() after finish(), abort() or a failure");
     try {
       limits_.check(entries_ + 1, key, value);
       if (block_.empty()) allocate_block();
+      if (origin) numbered_by_caller_ = true;
+      const record_view record{key, value, origin.value_or(entries_ + 1)};
       const std::uint64_t prefix = key_prefix(key);
-      if (!buffers_[filling_].try_add(key, value, prefix)) {
+      if (!buffers_[filling_].try_add(record, prefix)) {
         spill();
-        if (!buffers_[filling_].try_add(key, value, prefix)) write_alone(key, value);
+        if (!buffers_[filling_].try_add(record, prefix)) write_alone(record);
       }
       ++entries_;
     } catch (...) {
@@ -928,7 +943,7 @@ class external_sorter {
       // The first overflow: the whole budget is full and nothing else is
       // under way, so both threads sort, then the block splits in two.
       const sorted_refs sorted = sort_buffer(full, order_, true);
-      write_run(file, full, sorted);
+      write_run(file, full, sorted, numbered_by_caller_);
       const std::size_t half = block_size_ / 2;
       buffers_[0] = run_buffer(block_.data(), half);
       buffers_[1] = run_buffer(block_.data() + half, half);
@@ -936,7 +951,10 @@ class external_sorter {
       halves_ = true;
     } else {
       worker_.submit(
-          [this, &file, &full] { write_run(file, full, sort_buffer(full, order_, false)); });
+          // The flag by value: add() may set it while the worker runs.
+          [this, &file, &full, numbered_by_caller = numbered_by_caller_] {
+            write_run(file, full, sort_buffer(full, order_, false), numbered_by_caller);
+          });
       filling_ ^= 1;
       buffers_[filling_].clear();
     }
@@ -946,10 +964,10 @@ class external_sorter {
   }
 
   // An entry larger than a buffer: a run of its own.
-  void write_alone(std::string_view key, std::string_view value) {
+  void write_alone(const record_view& record) {
     worker_.wait();
     run_file& file = current_file();
-    file.append(key, value);
+    file.append(record);
     runs_.push_back(run{current_file_, file.close_run()});
     ++runs_started_;
     spilled_ = true;
@@ -958,9 +976,10 @@ class external_sorter {
 
   // On the worker thread, or here when the worker is idle: runs_ is only
   // appended to by one of them at a time, in input order.
-  void write_run(run_file& file, run_buffer& buffer, const sorted_refs& sorted) {
-    emit_sorted(buffer, sorted, order_, options_.duplicates,
-                [&file](std::string_view key, std::string_view value) { file.append(key, value); });
+  void write_run(run_file& file, run_buffer& buffer, const sorted_refs& sorted,
+                 bool numbered_by_caller) {
+    emit_sorted(buffer, sorted, order_, options_.duplicates, numbered_by_caller,
+                [&file](const record_view& record) { file.append(record); });
     runs_.push_back(run{current_file_, file.close_run()});
     buffer.clear();
   }
@@ -995,9 +1014,10 @@ class external_sorter {
     progress_.done = 0;
     report();
     constexpr std::uint64_t report_interval = 1 << 18;
-    emit_sorted(buffer, sorted, order_, options_.duplicates,
-                [&](std::string_view key, std::string_view value) {
-                  add_to(out, key, value);
+    // Equal keys never reach `out` from here: emit_sorted applies the policy.
+    emit_sorted(buffer, sorted, order_, options_.duplicates, numbered_by_caller_,
+                [&](const record_view& record) {
+                  out.add(record.key, record.value);
                   if (++progress_.done % report_interval == 0) report();
                 });
     progress_.done = progress_.total;
@@ -1026,6 +1046,9 @@ class external_sorter {
     const std::size_t buffer_size = read_buffer_size(plan.final_read_budget, runs_.size(), plan);
     std::vector<run> runs = std::move(runs_);
     runs_.clear();
+    // A duplicate is refused at the first repeat of its key, and equal keys
+    // come together, the first added first: the entry before it is the first.
+    std::uint64_t previous_origin = 0;
     run_pipeline(
         plan.batch_bytes,
         [&](batch_channel& channel) { merge_runs(runs, buffer_size, order_, channel); },
@@ -1036,7 +1059,8 @@ class external_sorter {
           std::size_t needed = 0;
           while (in < end) {
             in = get_record(in, end, record, needed);
-            add_to(out, record.key, record.value);
+            add_to(out, record, previous_origin);
+            previous_origin = record.origin;
           }
           progress_.done += next.entries;
           report();
@@ -1090,14 +1114,15 @@ class external_sorter {
     return total;
   }
 
-  // The builder reports a duplicate under duplicate_policy::error; say
-  // which key, for callers that look for it.
+  // The builder reports a duplicate under duplicate_policy::error (and a
+  // sink may refuse equal keys); say which key, and which entries gave it.
   template <typename Out>
-  static void add_to(Out& out, std::string_view key, std::string_view value) {
+  void add_to(Out& out, const record_view& record, std::uint64_t first_origin) const {
     try {
-      out.add(key, value);
+      out.add(record.key, record.value);
     } catch (const error& failure) {
-      if (failure.code() == errc::duplicate_key) throw_duplicate(key);
+      if (failure.code() == errc::duplicate_key)
+        throw_duplicate(record.key, first_origin, record.origin, numbered_by_caller_);
       throw;
     }
   }
@@ -1134,6 +1159,7 @@ class external_sorter {
 
   std::uint64_t entries_ = 0;
   std::uint64_t runs_started_ = 0;
+  bool numbered_by_caller_ = false;  // some add() gave an origin
   bool spilled_ = false;
   bool done_ = false;
   sort_progress progress_;
@@ -1149,7 +1175,11 @@ external_sorting_builder::external_sorting_builder(fs::path destination, build_o
 external_sorting_builder::~external_sorting_builder() = default;
 
 void external_sorting_builder::add(std::string_view key, std::string_view value) {
-  impl_->add(key, value);
+  impl_->add(key, value, std::nullopt);
+}
+void external_sorting_builder::add(std::string_view key, std::string_view value,
+                                   std::uint64_t origin) {
+  impl_->add(key, value, origin);
 }
 build_summary external_sorting_builder::finish() { return impl_->finish(); }
 void external_sorting_builder::finish_into(sorted_entry_sink& out) { impl_->finish_into(out); }

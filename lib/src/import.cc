@@ -149,15 +149,18 @@ void check_destination(const fs::path& destination, bool overwrite) {
   }
 }
 
-// Adds an entry, blaming its input line for whatever the builder refuses.
-template <typename Builder>
-void add_entry(Builder& builder, const entry_view& entry, const entry_reader& reader) {
+// Adds an entry, blaming its input line for whatever the builder refuses;
+// an external sort is also given the entry's origin, to name it by if it
+// finds the key again later (importer::sort).
+template <typename Builder, typename... Origin>
+void add_entry(Builder& builder, const entry_view& entry, const entry_reader& reader,
+               Origin... origin) {
   try {
-    builder.add(entry.key, entry.value);
+    builder.add(entry.key, entry.value, origin...);
   } catch (const input_error&) {
     throw;
   } catch (const duplicate_key_error&) {
-    throw;  // found by the sort, in some other line: see blame_duplicate
+    throw;  // found by the sort, with some other line: see importer::sort
   } catch (const error& e) {
     if (e.code() == errc::io_error) throw;
     throw input_error(e.code(), reader.position() + ": " + e.what());
@@ -265,34 +268,44 @@ class importer {
 
   // The inputs through an external sort, which `finish` then finishes;
   // runs go beside `destination` unless import_options say otherwise.
+  // Each entry's origin is its line counted across the inputs: input i's
+  // line n is origin line_bases[i] + n, and the bases ascend.
   template <typename Finish>
   void sort(const fs::path& destination, Finish finish) {
-    std::optional<std::string> duplicate;
-    {
-      sort_options sort;
-      sort.memory = import_.memory != 0 ? import_.memory : default_sort_memory();
-      sort.temporary_directory = import_.temporary_directory;
-      sort.progress = [this](const sort_progress& step) { follow_sort(step); };
-      external_sorting_builder out(destination, options_, std::move(sort));
-      try {
-        for (std::size_t input = 0; input < inputs_.size(); ++input) {
-          entry_reader reader = open_reader(input);
-          while (const auto entry = reader.next()) {
-            add_entry(out, *entry, reader);
-            count(reader);
-          }
-          finish_input(input, reader);
+    sort_options sort;
+    sort.memory = import_.memory != 0 ? import_.memory : default_sort_memory();
+    sort.temporary_directory = import_.temporary_directory;
+    sort.progress = [this](const sort_progress& step) { follow_sort(step); };
+    external_sorting_builder out(destination, options_, std::move(sort));
+    std::vector<std::uint64_t> line_bases;
+    try {
+      std::uint64_t line_base = 0;
+      for (std::size_t input = 0; input < inputs_.size(); ++input) {
+        line_bases.push_back(line_base);
+        entry_reader reader = open_reader(input);
+        while (const auto entry = reader.next()) {
+          add_entry(out, *entry, reader, line_base + reader.line());
+          count(reader);
         }
-        report_done();
-        finish(out);
-        return;
-      } catch (const duplicate_key_error& found) {
-        duplicate = found.key();
+        line_base += reader.line();
+        finish_input(input, reader);
       }
+      report_done();
+      finish(out);
+    } catch (const duplicate_key_error& found) {
+      const auto where = [&](std::uint64_t origin) {
+        const std::size_t input = static_cast<std::size_t>(
+            std::upper_bound(line_bases.begin(), line_bases.end(), origin - 1) -
+            line_bases.begin() - 1);
+        const std::uint64_t line = origin - line_bases[input];
+        return import_.format == text_format::bin
+                   ? fmt::format("{}: record {}", inputs_[input].name(), line)
+                   : fmt::format("{}:{}", inputs_[input].name(), line);
+      };
+      throw input_error(errc::duplicate_key,
+                        fmt::format("{}: duplicate key {} (first at {})", where(found.origin()),
+                                    quoted_key(found.key(), types_), where(found.first_origin())));
     }
-    // The sort's memory and files are free again before the inputs are
-    // read twice.
-    blame_duplicate(*duplicate);
   }
 
   entry_reader open_reader(std::size_t input) {
@@ -329,39 +342,6 @@ class importer {
     progress_.bytes_read = bytes_before_;
     progress_.reading_done = true;
     if (import_.progress) import_.progress(progress_);
-  }
-
-  // The sort found equal keys but knows no lines: read the inputs again,
-  // if they can be, to name the first two lines that give the key.  One key
-  // is looked for, so this takes no memory however large the input.
-  [[noreturn]] void blame_duplicate(const std::string& key) {
-    std::string names;
-    bool rereadable = true;
-    for (const input_file& input : inputs_) {
-      if (!names.empty()) names += ", ";
-      names += input.name();
-      rereadable = rereadable && input.rereadable();
-    }
-    if (rereadable) {
-      std::optional<std::pair<std::size_t, std::uint64_t>> first;
-      for (std::size_t input = 0; input < inputs_.size(); ++input) {
-        entry_reader reader = open_reader(input);
-        while (const auto entry = reader.next()) {
-          if (entry->key != key) continue;
-          if (!first) {
-            first.emplace(input, reader.line());
-            continue;
-          }
-          throw input_error(
-              errc::duplicate_key,
-              fmt::format("{}: duplicate key {} (first at {}:{})", reader.position(),
-                          quoted_key(key, types_), inputs_[first->first].name(), first->second));
-        }
-        inputs_[input].close();
-      }
-    }
-    throw input_error(errc::duplicate_key,
-                      fmt::format("{}: duplicate key {}", names, quoted_key(key, types_)));
   }
 
   const build_options& options_;

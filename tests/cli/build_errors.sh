@@ -121,10 +121,10 @@ printf 'c\t3\nd\n' | expect_status 1 "$BUILD" -q -o bad.bbt first.tsv -
 expect_err_line 'bbtree-build: error: <stdin>:2: missing value: expected KEY<TAB>VALUE'
 expect_no_file bad.bbt
 
-# Unsorted duplicates from a pipe: the line cannot be found again, but the
-# key is named.
+# Unsorted duplicates from a pipe, which cannot be read again: the sort
+# kept both lines.
 expect_status 1 "$BUILD" -q -o bad.bbt <dup.tsv
-expect_err 'bbtree-build: error: <stdin>: duplicate key "b"'
+expect_err_line 'bbtree-build: error: <stdin>:3: duplicate key "b" (first at <stdin>:1)'
 expect_no_file bad.bbt
 
 # --- Duplicates kept on request -------------------------------------------

@@ -57,8 +57,25 @@ awk 'BEGIN { for (i = 1; i <= 50000; i++) print (i * 7919) % 50021 "\t" i; print
 expect_status 1 "$BUILD" -q --key-type u64 --memory 64K --tmp-dir tmp -o dup.bbt dup.tsv
 expect_err_line 'bbtree-build: error: dup.tsv:50001: duplicate key "23757" (first at dup.tsv:3)'
 expect_no_file dup.bbt
+# From standard input too, which cannot be read again: the sort keeps each
+# entry's line.
 expect_status 1 "$BUILD" -q --key-type u64 --memory 64K --tmp-dir tmp -o dup.bbt <dup.tsv
-expect_err_line 'bbtree-build: error: <stdin>: duplicate key "23757"'
+expect_err_line 'bbtree-build: error: <stdin>:50001: duplicate key "23757" (first at <stdin>:3)'
+expect_no_file dup.bbt
+# Across inputs, lines counted in each: in memory, and by the merge.
+printf '23757\tfirst\n' >dup-first.tsv
+for memory in 64K 1G; do
+  expect_status 1 "$BUILD" -q --key-type u64 --memory "$memory" --tmp-dir tmp -o dup.bbt \
+    dup-first.tsv - <dup.tsv
+  expect_err_line 'bbtree-build: error: <stdin>:3: duplicate key "23757" (first at dup-first.tsv:1)'
+done
+# Binary input names records: every key of words.bin again, the least
+# found first.
+cp words.bin dup.bin
+least=$("$DUMP" words.bbt | head -n 1 | cut -f1)
+expect_status 1 "$BUILD" -q --format bin --memory 64K --tmp-dir tmp -o dup.bbt words.bin dup.bin
+expect_err_line "bbtree-build: error: dup.bin: record 1: duplicate key \"$least\" (first at words.bin: record 1)"
+expect_no_file dup.bbt
 [[ -z "$(ls -A tmp)" ]] || fail "left in --tmp-dir: $(ls -A tmp)"
 
 # --- Options ---------------------------------------------------------------
