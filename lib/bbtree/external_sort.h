@@ -143,7 +143,8 @@ class external_sorting_builder {
   void add(std::string_view key, std::string_view value = {});
   // The same, with the caller's number for the entry (any, e.g. where it
   // came from) in place of its entry number: a duplicate_key_error for its
-  // key gives it back.  The sort keeps either with the entry (a varint).
+  // key gives it back.  Under duplicate_policy::error the sort keeps
+  // either with the entry (a varint); under the others, neither.
   void add(std::string_view key, std::string_view value, std::uint64_t origin);
 
   // Sorts or merges what was added into the destination and publishes it.

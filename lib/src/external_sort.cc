@@ -26,7 +26,8 @@
 // input line; add(key, value) numbers entries from 1), kept so that a
 // duplicate found in a run or by a merge names both entries that gave its
 // key: by then nothing else says where they came from, and standard input
-// cannot be read again to find out.
+// cannot be read again to find out.  Under keep_first and keep_last, where
+// equal keys are no error, every origin is 0, one byte.
 // All runs of a pass live back to back in one unnamed file, so that the
 // number of runs is limited by disk, not by file descriptors; a run's bytes
 // are released (a hole punched) once merged.
@@ -261,6 +262,8 @@ class run_buffer {
     return result;
   }
   std::string_view key(const sort_ref& ref) const noexcept { return record(ref).key; }
+  // The record's first bytes on their way into cache.
+  void prefetch(const sort_ref& ref) const noexcept { __builtin_prefetch(base_ + ref.offset); }
 
   bool empty() const noexcept { return count_ == 0; }
   std::size_t count() const noexcept { return count_; }
@@ -359,11 +362,28 @@ void emit_sorted(const run_buffer& buffer, const sorted_refs& sorted, const key_
     if (held != nullptr) sink(buffer.record(*held));
     held = &next;
   };
+  // In key order the records lie anywhere in the buffer, a cache miss
+  // each: asked for a few records ahead on both sides, they overlap.
+  constexpr std::ptrdiff_t ahead = 8;
+  const auto prefetch_ahead = [&buffer](std::span<sort_ref>::iterator at,
+                                        std::span<sort_ref>::iterator end) {
+    if (end - at > ahead) buffer.prefetch(at[ahead]);
+  };
   auto a = sorted.first.begin();
   auto b = sorted.second.begin();
-  while (a != sorted.first.end() && b != sorted.second.end()) take(before(*b, *a) ? *b++ : *a++);
-  while (a != sorted.first.end()) take(*a++);
-  while (b != sorted.second.end()) take(*b++);
+  while (a != sorted.first.end() && b != sorted.second.end()) {
+    prefetch_ahead(a, sorted.first.end());
+    prefetch_ahead(b, sorted.second.end());
+    take(before(*b, *a) ? *b++ : *a++);
+  }
+  for (; a != sorted.first.end(); ++a) {
+    prefetch_ahead(a, sorted.first.end());
+    take(*a);
+  }
+  for (; b != sorted.second.end(); ++b) {
+    prefetch_ahead(b, sorted.second.end());
+    take(*b);
+  }
   if (held != nullptr) sink(buffer.record(*held));
 }
 
@@ -876,7 +896,9 @@ class external_sorter {
       limits_.check(entries_ + 1, key, value);
       if (block_.empty()) allocate_block();
       if (origin) numbered_by_caller_ = true;
-      const record_view record{key, value, origin.value_or(entries_ + 1)};
+      const std::uint64_t kept =
+          options_.duplicates == duplicate_policy::error ? origin.value_or(entries_ + 1) : 0;
+      const record_view record{key, value, kept};
       const std::uint64_t prefix = key_prefix(key);
       if (!buffers_[filling_].try_add(record, prefix)) {
         spill();
