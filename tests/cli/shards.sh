@@ -79,6 +79,18 @@ for number in 0 1 2; do
     fail "shard $number from a pipe differs from the one from a file"
 done
 
+# A duplicate in unsorted input from a pipe names both lines, and writes no
+# shard, through the merge (--memory 64K) and from memory.
+{ cat sorted.tsv; head -n 2 sorted.tsv | tail -n 1; } >dup-last.tsv
+repeated=$(head -n 2 sorted.tsv | tail -n 1 | cut -f1)
+lines=$(wc -l <dup-last.tsv)
+for memory in 64K 1G; do
+  expect_status 1 "$BUILD" -q --key-type u64 --shard-size 8K --memory $memory -o dup.manifest - \
+    <dup-last.tsv
+  expect_err_line "bbtree-build: error: <stdin>:$lines: duplicate key \"$repeated\" (first at <stdin>:2)"
+  [[ -z $(ls dup.manifest* 2>/dev/null) ]] || fail "a failed build left $(ls dup.manifest*)"
+done
+
 expect_status 0 "$BUILD" -q --sorted --key-type u64 --page-size 512 --shard-size 8K -o sized.manifest \
   sorted.tsv
 shards=$(grep -c '^shard' sized.manifest)
