@@ -132,6 +132,9 @@ class entry_reader {
   std::uint64_t line() const noexcept;
   // "NAME:LINE" (bin: "NAME: record N at byte B") of the last entry.
   std::string position() const;
+  // Where line (bin: record) `line` of input `name` is, when only its
+  // number is known: "NAME:LINE" (bin: "NAME: record N").
+  static std::string place(std::string_view name, text_format format, std::uint64_t line);
   std::uint64_t bytes_read() const noexcept;
   const std::string& name() const noexcept;
 

@@ -297,10 +297,8 @@ class importer {
         const std::size_t input = static_cast<std::size_t>(
             std::upper_bound(line_bases.begin(), line_bases.end(), origin - 1) -
             line_bases.begin() - 1);
-        const std::uint64_t line = origin - line_bases[input];
-        return import_.format == text_format::bin
-                   ? fmt::format("{}: record {}", inputs_[input].name(), line)
-                   : fmt::format("{}:{}", inputs_[input].name(), line);
+        return entry_reader::place(inputs_[input].name(), import_.format,
+                                   origin - line_bases[input]);
       };
       throw input_error(errc::duplicate_key,
                         fmt::format("{}: duplicate key {} (first at {})", where(found.origin()),

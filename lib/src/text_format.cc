@@ -878,10 +878,9 @@ class entry_parser {
   const std::string& name() const noexcept { return name_; }
 
   std::string position() const {
-    if (format_ == text_format::bin) {
-      return fmt::format("{}: record {} at byte {}", name_, line_, record_offset_);
-    }
-    return fmt::format("{}:{}", name_, line_);
+    const std::string place = entry_reader::place(name_, format_, line_);
+    return format_ == text_format::bin ? fmt::format("{} at byte {}", place, record_offset_)
+                                       : place;
   }
 
  private:
@@ -1697,6 +1696,10 @@ entry_reader& entry_reader::operator=(entry_reader&&) noexcept = default;
 std::optional<entry_view> entry_reader::next() { return parser_->next(); }
 std::uint64_t entry_reader::line() const noexcept { return parser_->line(); }
 std::string entry_reader::position() const { return parser_->position(); }
+std::string entry_reader::place(std::string_view name, text_format format, std::uint64_t line) {
+  return format == text_format::bin ? fmt::format("{}: record {}", name, line)
+                                    : fmt::format("{}:{}", name, line);
+}
 std::uint64_t entry_reader::bytes_read() const noexcept { return parser_->bytes_read(); }
 const std::string& entry_reader::name() const noexcept { return parser_->name(); }
 
