@@ -304,15 +304,19 @@ int main(int argc, char** argv) {
       if (from_stdin) {
         all_found = get_from_stdin(file, *out, answer, missing_marker);
       } else {
-        std::string storage;
-        for (const std::string& text : get_keys) {
-          const std::string_view key = parse_key_argument(text, types, storage);
-          if (const auto value = file.get(key)) {
-            answer.found(key, *value);
+        // Every KEY is parsed before the first lookup, so that a bad one is a
+        // usage error with nothing printed, not one after some answers.
+        std::vector<std::string> keys(get_keys.size());
+        for (std::size_t i = 0; i < get_keys.size(); ++i) {
+          keys[i] = std::string(parse_key_argument(get_keys[i], types, keys[i]));
+        }
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+          if (const auto value = file.get(keys[i])) {
+            answer.found(keys[i], *value);
           } else {
             all_found = false;
             out->flush();  // keeps stdout and stderr in order on a terminal
-            note(fmt::format("not found: {}", text));
+            note(fmt::format("not found: {}", get_keys[i]));
           }
         }
       }

@@ -29,6 +29,10 @@ expect_out '{"key": 9, "value": 18}'
 # Keys are parsed as tsv keys of the file's type: a bad one is a usage error.
 expect_status 2 "$QUERY" numbers.bbt get 12x
 expect_err_line 'bbtree-query: error: key "12x" is not a u64 (this file'"'"'s keys are u64)'
+# Every KEY is parsed before any lookup: nothing is printed for the good ones.
+expect_status 2 "$QUERY" numbers.bbt get 3 -1
+[[ ! -s out ]] || fail "a bad KEY after a good one still printed: $(cat out)"
+expect_err 'key "-1" is out of the u64 range'
 expect_status 2 "$QUERY" numbers.bbt get
 expect_err 'get needs a KEY, or --stdin'
 
