@@ -322,6 +322,21 @@ TEST_CASE("the external sorting builder's interface", "[external_sort]") {
   sort_options small;
   small.memory = 1024;
   REQUIRE_THROWS_AS(external_sorting_builder(scratch / "x.bbt", options, small), error);
+  // More than the machine has: refused at once, not by a failed mapping
+  // at the first add().
+  REQUIRE(physical_memory() > 0);
+  sort_options huge;
+  huge.memory = physical_memory() + 1;
+  REQUIRE_THROWS_WITH(external_sorting_builder(scratch / "x.bbt", options, huge),
+                      Catch::Contains("more than this machine's memory"));
+  huge.memory = physical_memory() / 4;  // mapped, not touched: fine
+  {
+    external_sorting_builder writer(scratch / "x.bbt", options, huge);
+    writer.add(u64_key(1), u64_value(1));
+    writer.finish();
+  }
+  REQUIRE(reader::open(scratch / "x.bbt").size() == 1);
+  std::filesystem::remove(scratch / "x.bbt");
   sort_options elsewhere;
   elsewhere.temporary_directory = scratch / "missing";
   REQUIRE_THROWS_AS(external_sorting_builder(scratch / "x.bbt", options, elsewhere), error);

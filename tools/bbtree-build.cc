@@ -238,7 +238,9 @@ int main(int argc, char** argv) {
                "Write no directory region (spec/FORMAT.md, section 12.3): a file that readers of "
                "format 1.0 and 1.1 can open, with slower lookups");
   app.add_option("--metadata", metadata,
-                 "KEY=VALUE stored in the file (escapes as in tsv); may be repeated");
+                 "KEY=VALUE stored in the file (escapes as in tsv); may be repeated")
+      // One pair each time, so that INPUTs after it stay INPUTs.
+      ->allow_extra_args(false);
   app.add_option("--memory", memory,
                  fmt::format("Memory for sorting unsorted input, e.g. 256M, 2G; at least 64K "
                              "(default: 1G, or a quarter of the RAM if less: {} here)",
@@ -286,6 +288,11 @@ int main(int argc, char** argv) {
       import.memory = parse_size(memory, "--memory");
       if (import.memory < min_sort_memory) {
         throw usage_error(fmt::format("--memory {}: the sort needs at least 64K", memory));
+      }
+      if (const std::uint64_t physical = physical_memory();
+          physical != 0 && import.memory > physical) {
+        throw usage_error(fmt::format("--memory {}: more than this machine's memory, {}", memory,
+                                      human_bytes(static_cast<double>(physical))));
       }
     }
     import.temporary_directory = tmp_dir;

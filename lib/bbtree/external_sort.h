@@ -43,6 +43,12 @@ inline constexpr std::uint64_t min_sort_memory = std::uint64_t{64} << 10;
 // 64 MiB).
 std::uint64_t default_sort_memory() noexcept;
 
+// The machine's physical memory in bytes, or 0 when the system does not
+// say.  A sort budget above it is refused: the budget is mapped at once
+// (though only touched as it fills), which the kernel refuses for a size it
+// could never back, and a sort in swap would be slower than runs on disk.
+std::uint64_t physical_memory() noexcept;
+
 enum class sort_phase : std::uint8_t {
   reading,  // entries are being added; full buffers become sorted runs
   merging,  // an intermediate pass merges runs into fewer, longer runs
@@ -126,8 +132,8 @@ class external_sorter;
 class external_sorting_builder {
  public:
   // Checks the options; the destination is created only by finish().
-  // Throws error(invalid_argument) for a budget under min_sort_memory or a
-  // temporary directory that is not one.
+  // Throws error(invalid_argument) for a budget under min_sort_memory or
+  // over physical_memory(), or a temporary directory that is not one.
   external_sorting_builder(std::filesystem::path destination, build_options options,
                            sort_options sort = {});
   ~external_sorting_builder();  // discards everything, like abort()

@@ -65,15 +65,19 @@ namespace bbtree {
 
 namespace fs = std::filesystem;
 
+std::uint64_t physical_memory() noexcept {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_size = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return 0;
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_size);
+}
+
 std::uint64_t default_sort_memory() noexcept {
   constexpr std::uint64_t one_gib = std::uint64_t{1} << 30;
   constexpr std::uint64_t floor = std::uint64_t{64} << 20;
-  const long pages = ::sysconf(_SC_PHYS_PAGES);
-  const long page_size = ::sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page_size <= 0) return one_gib;
-  const std::uint64_t quarter =
-      static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_size) / 4;
-  return std::clamp(quarter, floor, one_gib);
+  const std::uint64_t physical = physical_memory();
+  if (physical == 0) return one_gib;
+  return std::clamp(physical / 4, floor, one_gib);
 }
 
 namespace detail {
@@ -869,6 +873,13 @@ class external_sorter {
       throw error(errc::invalid_argument,
                   fmt::format("a sort memory of {} bytes is under the least of {} bytes (64 KiB)",
                               sort_.memory, min_sort_memory));
+    }
+    if (const std::uint64_t physical = physical_memory();
+        physical != 0 && sort_.memory > physical) {
+      throw error(errc::invalid_argument,
+                  fmt::format("a sort memory of {} bytes is more than this machine's memory, "
+                              "{} bytes",
+                              sort_.memory, physical));
     }
     if (sort_.temporary_directory.empty()) {
       sort_.temporary_directory =

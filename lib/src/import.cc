@@ -236,6 +236,9 @@ class importer {
     previous_key previous;
     std::size_t previous_input = 0;
     std::uint64_t previous_line = 0;
+    const auto previous_place = [&] {
+      return entry_reader::place(inputs_[previous_input].name(), import_.format, previous_line);
+    };
     for (std::size_t input = 0; input < inputs_.size(); ++input) {
       entry_reader reader = open_reader(input);
       while (const auto entry = reader.next()) {
@@ -243,16 +246,14 @@ class importer {
           const int order = previous.compare(entry->key);
           if (order < 0) {
             throw input_error(errc::out_of_order,
-                              fmt::format("{}: key {} is out of order: it comes after {} ({}:{})",
+                              fmt::format("{}: key {} is out of order: it comes after {} ({})",
                                           reader.position(), quoted_key(entry->key, types_),
-                                          quoted_key(previous.view(), types_),
-                                          inputs_[previous_input].name(), previous_line));
+                                          quoted_key(previous.view(), types_), previous_place()));
           }
           if (order == 0 && options_.duplicates == duplicate_policy::error) {
             throw input_error(errc::duplicate_key,
-                              fmt::format("{}: duplicate key {} (first at {}:{})",
-                                          reader.position(), quoted_key(entry->key, types_),
-                                          inputs_[previous_input].name(), previous_line));
+                              fmt::format("{}: duplicate key {} (first at {})", reader.position(),
+                                          quoted_key(entry->key, types_), previous_place()));
           }
         }
         add_entry(out, *entry, reader);

@@ -212,9 +212,11 @@ bool all_digits(std::string_view text) noexcept {
          std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-[[noreturn]] void fail_number(std::string_view text, field_role role, const char* type,
-                              const char* article) {
-  if (text.find('\r') != std::string_view::npos) fail_raw_cr(role);
+// `raw_cr_allowed`: whether a CR in the text is data (a quoted csv field, a
+// decoded JSON string), so that the tsv advice about CRLF files does not fit.
+[[noreturn]] void fail_number(std::string_view text, field_role role, bool raw_cr_allowed,
+                              const char* type, const char* article) {
+  if (!raw_cr_allowed && text.find('\r') != std::string_view::npos) fail_raw_cr(role);
   const std::string_view magnitude = !text.empty() && text[0] == '-' ? text.substr(1) : text;
   if (all_digits(magnitude)) {
     fail(errc::invalid_argument,
@@ -224,30 +226,30 @@ bool all_digits(std::string_view text) noexcept {
        fmt::format("{} {} is not {} {}", role_name(role), quote(text), article, type));
 }
 
-std::uint64_t parse_u64(std::string_view text, field_role role) {
+std::uint64_t parse_u64(std::string_view text, field_role role, bool raw_cr_allowed) {
   std::uint64_t value;
-  if (!parse_decimal(text, value)) fail_number(text, role, "u64", "a");
+  if (!parse_decimal(text, value)) fail_number(text, role, raw_cr_allowed, "u64", "a");
   return value;
 }
 
-std::int64_t parse_i64(std::string_view text, field_role role) {
+std::int64_t parse_i64(std::string_view text, field_role role, bool raw_cr_allowed) {
   const bool negative = !text.empty() && text[0] == '-';
   std::uint64_t magnitude;
   if (!parse_decimal(negative ? text.substr(1) : text, magnitude)) {
-    fail_number(text, role, "i64", "an");
+    fail_number(text, role, raw_cr_allowed, "i64", "an");
   }
   constexpr auto limit = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
   if (negative) {
-    if (magnitude > limit + 1) fail_number(text, role, "i64", "an");
+    if (magnitude > limit + 1) fail_number(text, role, raw_cr_allowed, "i64", "an");
     return static_cast<std::int64_t>(0 - magnitude);
   }
-  if (magnitude > limit) fail_number(text, role, "i64", "an");
+  if (magnitude > limit) fail_number(text, role, raw_cr_allowed, "i64", "an");
   return static_cast<std::int64_t>(magnitude);
 }
 
 // Decodes exactly `size` bytes of hex into `storage`.
 std::string_view parse_hex(std::string_view text, std::uint32_t size, field_role role,
-                           std::string& storage) {
+                           bool raw_cr_allowed, std::string& storage) {
   const bool right_length = text.size() == std::size_t{size} * 2;
   if (right_length) {
     storage.resize(size);
@@ -259,7 +261,7 @@ std::string_view parse_hex(std::string_view text, std::uint32_t size, field_role
       if (i + 1 == size) return storage;
     }
   }
-  if (text.find('\r') != std::string_view::npos) fail_raw_cr(role);
+  if (!raw_cr_allowed && text.find('\r') != std::string_view::npos) fail_raw_cr(role);
   const bool all_hex =
       std::all_of(text.begin(), text.end(), [](char c) { return hex_value(c) >= 0; });
   const std::string problem = fmt::format("{} {} is not {} bytes in hex ({} hex digits)",
@@ -288,18 +290,18 @@ std::string_view parse_field(std::string_view text, field_role role, const entry
     switch (types.keys) {
       case key_kind::u64: {
         storage.resize(8);
-        format::encode_u64_key(parse_u64(text, role),
+        format::encode_u64_key(parse_u64(text, role, raw_cr_allowed),
                                reinterpret_cast<unsigned char*>(&storage[0]));
         return storage;
       }
       case key_kind::i64: {
         storage.resize(8);
-        format::encode_i64_key(parse_i64(text, role),
+        format::encode_i64_key(parse_i64(text, role, raw_cr_allowed),
                                reinterpret_cast<unsigned char*>(&storage[0]));
         return storage;
       }
       case key_kind::fixed:
-        return parse_hex(text, types.key_size, role, storage);
+        return parse_hex(text, types.key_size, role, raw_cr_allowed, storage);
       case key_kind::bytes:
         break;
     }
@@ -309,11 +311,11 @@ std::string_view parse_field(std::string_view text, field_role role, const entry
         return {};
       case value_kind::u64: {
         storage.resize(8);
-        format::store_le(&storage[0], parse_u64(text, role));
+        format::store_le(&storage[0], parse_u64(text, role, raw_cr_allowed));
         return storage;
       }
       case value_kind::fixed:
-        return parse_hex(text, types.value_size, role, storage);
+        return parse_hex(text, types.value_size, role, raw_cr_allowed, storage);
       case value_kind::bytes:
         break;
     }
@@ -699,7 +701,8 @@ class jsonl_line {
     p_ += length;
   }
 
-  // Reads an integer JSON number: no fraction, no exponent.
+  // Reads an integer JSON number: no fraction, no exponent; a sign and
+  // digits only, so never a CR (its parse is told so).
   std::string_view read_integer_token(field_role role) {
     const char* start = p_;
     if (p_ < end_ && *p_ == '-') ++p_;
@@ -734,8 +737,9 @@ class jsonl_line {
            fmt::format("{} must be a JSON string of {} hex digits (column {})", role_name(role),
                        2 * size, p_ - begin_ + 1));
     }
+    // A CR in the decoded string came from the escape \r, never raw.
     const std::string_view text = read_string(name_storage_, role_name(role));
-    return parse_hex(text, size, role, storage);
+    return parse_hex(text, size, role, true, storage);
   }
 
   std::string_view read_byte_string(field_role role, std::string& storage) {
@@ -752,14 +756,16 @@ class jsonl_line {
     switch (types_.keys) {
       case key_kind::u64: {
         key_storage_.resize(8);
-        format::encode_u64_key(parse_u64(read_integer_token(field_role::key), field_role::key),
-                               reinterpret_cast<unsigned char*>(&key_storage_[0]));
+        format::encode_u64_key(
+            parse_u64(read_integer_token(field_role::key), field_role::key, true),
+            reinterpret_cast<unsigned char*>(&key_storage_[0]));
         return key_storage_;
       }
       case key_kind::i64: {
         key_storage_.resize(8);
-        format::encode_i64_key(parse_i64(read_integer_token(field_role::key), field_role::key),
-                               reinterpret_cast<unsigned char*>(&key_storage_[0]));
+        format::encode_i64_key(
+            parse_i64(read_integer_token(field_role::key), field_role::key, true),
+            reinterpret_cast<unsigned char*>(&key_storage_[0]));
         return key_storage_;
       }
       case key_kind::fixed:
@@ -790,7 +796,7 @@ class jsonl_line {
       case value_kind::u64: {
         value_storage_.resize(8);
         format::store_le(&value_storage_[0],
-                         parse_u64(read_integer_token(field_role::value), field_role::value));
+                         parse_u64(read_integer_token(field_role::value), field_role::value, true));
         return value_storage_;
       }
       case value_kind::fixed:
@@ -959,6 +965,20 @@ class entry_parser {
     return quotes;
   }
 
+  // A record's first line that ends inside quotes: fails, naming the
+  // record's line, if a stray quote in an unquoted field (or text after a
+  // closing quote) is the reason, and returns if a quoted field is open.
+  void check_stray_quote(std::string_view first_line) {
+    line_ = next_line_;  // the record's line, which start_record sets later
+    std::string_view fields[3];
+    bool quoted[3];
+    try {
+      split_csv(first_line, fields, quoted);
+    } catch (const error& e) {
+      if (std::string_view(e.what()) != unclosed_quote) throw;
+    }
+  }
+
   // The next CSV record without its line end (LF or CRLF).  Line ends
   // inside quotes belong to the field; an even number of quotes before an
   // LF means it is outside them, since a doubled quote counts twice.
@@ -980,6 +1000,10 @@ class entry_parser {
           if (!record.empty() && record.back() == '\r') record.remove_suffix(1);
           return true;
         }
+        // An open quote at the end of the record's first line: a quoted
+        // field that goes on, or a stray quote, which would make the rest
+        // of the input one record held in memory.  The first line tells.
+        if (lines == 1) check_stray_quote(std::string_view(start, length));
         ++lines;
         scanned = length + 1;
         continue;
@@ -990,23 +1014,7 @@ class entry_parser {
         if (available == 0) return false;
         record = {start, available};
         start_record(available, lines);
-        if (quotes % 2 != 0) {
-          // A stray quote in an unquoted field looks like an open quoted
-          // field; the first line shows which it is.
-          const std::size_t first_line_end = record.find('\n');
-          if (first_line_end != std::string_view::npos) {
-            std::string_view fields[3];
-            bool quoted[3];
-            try {
-              split_csv(record.substr(0, first_line_end), fields, quoted);
-            } catch (const error& e) {
-              if (e.code() != errc::io_error && std::string_view(e.what()) != unclosed_quote) {
-                throw;
-              }
-            }
-          }
-          fail(errc::invalid_argument, unclosed_quote_at_end);
-        }
+        if (quotes % 2 != 0) fail(errc::invalid_argument, unclosed_quote_at_end);
         return true;
       }
       refill();

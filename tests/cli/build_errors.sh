@@ -28,6 +28,9 @@ expect_status 2 "$BUILD" --page-size 1000 -o x.bbt good.tsv
 expect_err 'page size 1000'
 expect_status 2 "$BUILD" --memory 12Q -o x.bbt good.tsv
 expect_err '--memory: bad size "12Q"'
+# More than the machine has (no CI machine has 1000 TiB).
+expect_status 2 "$BUILD" --memory 1000T -o x.bbt good.tsv
+expect_err "--memory 1000T: more than this machine's memory"
 expect_status 3 "$BUILD" --tmp-dir "$WORK/nowhere" -o x.bbt good.tsv
 expect_err_line "bbtree-build: error: --tmp-dir $WORK/nowhere: No such directory"
 expect_status 3 "$BUILD" --tmp-dir good.tsv -o x.bbt good.tsv
@@ -43,6 +46,16 @@ expect_status 2 "$BUILD" --metadata 'k=\q' -o x.bbt good.tsv
 expect_err_line 'bbtree-build: error: --metadata "k=\q": bad escape "\q" in value "\q": the escapes are \\ \t \r \n \xHH'
 expect_status 2 "$BUILD" --metadata 'a\q=b' -o x.bbt good.tsv
 expect_err 'bad escape "\q" in key "a\q"'
+# --metadata takes one KEY=VALUE a time: the INPUTs after it stay INPUTs,
+# even one whose name holds a "=".
+printf 'b\t2\n' >'k=v.tsv'
+echo 'not\tthis' | expect_status 0 "$BUILD" -q --metadata m=1 --metadata=n=2 -o meta.bbt 'k=v.tsv'
+expect_status 0 "$DUMP" meta.bbt
+expect_out $'b\t2'
+expect_status 0 "$DUMP" --header meta.bbt
+grep -qx 'metadata.m: 1' out && grep -qx 'metadata.n: 2' out || fail "metadata: $(grep metadata out)"
+! grep -q '^metadata\.k' out || fail "an INPUT was taken as metadata"
+rm meta.bbt
 expect_status 2 "$BUILD" --progress --quiet -o x.bbt good.tsv
 expect_no_file x.bbt
 # Accepted: this input fits in --memory, so no run is written to --tmp-dir.
@@ -107,6 +120,32 @@ printf '{"key": "a", "value": "b", "extra": 1}\n' | check_bad unknown.jsonl '--f
   'unknown.jsonl:1: unknown field "extra": an object has "key" and "value"'
 printf '\001\000\000\000k\005\000\000\000ab' | check_bad truncated.bin '--format bin' \
   'truncated.bin: record 1 at byte 0: the input ends inside a record'
+# bin input names records, the earlier one too.
+printf '\001\000\000\000a\000\000\000\000\001\000\000\000c\000\000\000\000\001\000\000\000b\000\000\000\000' |
+  check_bad order.bin '--format bin --sorted' \
+  'order.bin: record 3 at byte 18: key "b" is out of order: it comes after "c" (order.bin: record 2)'
+printf '\001\000\000\000a\000\000\000\000\001\000\000\000b\000\000\000\000\001\000\000\000b\000\000\000\000' |
+  check_bad dup.bin '--format bin --sorted' \
+  'dup.bin: record 3 at byte 18: duplicate key "b" (first at dup.bin: record 2)'
+# A CR that is data (in a quoted csv field, or a JSON string's \r) in a
+# number or hex field: the field is named as not parsing, without the tsv
+# advice about CRLF files.
+printf '"1\r",2\r\n' | check_bad cr.csv '--format csv --key-type u64 --value-type u64' \
+  'cr.csv:1: key "1\x0d" is not a u64'
+printf '{"key": "ab\\r", "value": 1}\n' | check_bad cr.jsonl '--format jsonl --key-type fixed:1 --value-type u64' \
+  'cr.jsonl:1: key "ab\x0d" is not 1 bytes in hex (2 hex digits)'
+# A stray quote in an unquoted csv field is reported at its line at once,
+# not after the rest of the input is read (and held) as one open quoted
+# field: here the rest does not come, and the build must not wait for it.
+mkfifo stray.fifo
+{ printf 'x,1\na"b,1\n'; exec sleep 120; } >stray.fifo 2>/dev/null &
+writer=$!
+status=0
+timeout 60 "$BUILD" -q --format csv -o stray.bbt stray.fifo >out 2>err || status=$?
+kill "$writer" 2>/dev/null || true
+[[ $status == 1 ]] || fail "stray quote before input that does not end: status $status"
+expect_err_line 'bbtree-build: error: stray.fifo:2: a quote inside an unquoted field (field 1): quote the whole field and double the quotes in it'
+expect_no_file stray.bbt
 
 # Several inputs: lines are counted per file, and the order check spans files.
 printf 'a\t1\nb\t2\n' >first.tsv
