@@ -84,6 +84,53 @@ TEST_CASE("bad input in the middle of the stream", "[build][failure]") {
   REQUIRE(scratch.names() == std::vector<std::string>{"index.bbt"});
 }
 
+TEST_CASE("a build that has ended takes no more entries", "[build][failure]") {
+  // After finish() or abort(), as after a failed add(): add() and finish()
+  // are refused at once, on the inlined path of fixed-size entries (u64) as
+  // on the general one (bytes), and nothing is written.
+  scratch_directory scratch;
+  build_options bytes_options;
+  bytes_options.sync = false;
+  bytes_options.overwrite = true;
+  const std::string refused_add =
+      "add() after finish(), abort() or a failed add(): the build has ended";
+  const std::string refused_finish =
+      "finish() after finish(), abort() or a failed add(): the build has ended";
+  for (const build_options& options : {u64_options(), bytes_options}) {
+    const auto key = [&](std::uint64_t i) {
+      return options.keys == key_kind::u64 ? std::string(u64_key(i).view())
+                                           : fmt::format("k{:08}", i);
+    };
+    const std::string value(u64_value(7).view());
+    for (const bool finished : {true, false}) {
+      CAPTURE(options.keys == key_kind::u64, finished);
+      const auto path = scratch / "index.bbt";
+      std::filesystem::remove(path);
+      builder writer(path, options);
+      for (std::uint64_t i = 0; i < 10; ++i) writer.add(key(i), value);
+      if (finished) {
+        writer.finish();
+      } else {
+        writer.abort();
+      }
+      const std::string published = finished ? read_file(path) : std::string();
+      // Each refused, not taken into a leaf bound for a closed file.
+      for (std::uint64_t i = 10; i < 15; ++i) {
+        require_error([&] { writer.add(key(i), value); }, errc::invalid_argument, refused_add);
+      }
+      require_error([&] { writer.finish(); }, errc::invalid_argument, refused_finish);
+      REQUIRE(writer.entries_added() == 10);
+      if (finished) {
+        REQUIRE(read_file(path) == published);
+        REQUIRE(reader::open(path).size() == 10);
+        REQUIRE(scratch.names() == std::vector<std::string>{"index.bbt"});
+      } else {
+        REQUIRE(scratch.names().empty());
+      }
+    }
+  }
+}
+
 TEST_CASE("duplicates follow the policy", "[build]") {
   scratch_directory scratch;
   for (auto policy :

@@ -80,6 +80,8 @@ class builder {
   // Adds one entry.  Keys must ascend; an equal key follows the duplicate
   // policy.  Throws error(out_of_order | duplicate_key | key_too_long |
   // value_too_long | io_error); after a throw the build is abandoned.
+  // After finish(), abort() or a failed add(), add() and finish() throw
+  // error(invalid_argument) and change nothing.
   void add(std::string_view key, std::string_view value = {});
 
   // Writes the upper levels and the header and publishes the file.

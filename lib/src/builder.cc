@@ -785,8 +785,10 @@ class builder::impl {
   }
 
   void add(std::string_view key, std::string_view value) {
-    if (failed_)
-      throw error(errc::invalid_argument, "add() after a failed add(): the build was abandoned");
+    if (ended_) {
+      throw error(errc::invalid_argument,
+                  "add() after finish(), abort() or a failed add(): the build has ended");
+    }
     try {
       with_entry_sizes(
           [&](auto sizes) {
@@ -800,26 +802,29 @@ class builder::impl {
             }
           });
     } catch (...) {
-      failed_ = true;
-      entry_path_ = entry_path::general;  // so that try_add_common leaves every entry to add()
       abort();
       throw;
     }
   }
 
   build_summary finish() {
-    if (failed_ || finished_)
-      throw error(errc::invalid_argument, "finish() on an abandoned or finished build");
+    if (ended_) {
+      throw error(errc::invalid_argument,
+                  "finish() after finish(), abort() or a failed add(): the build has ended");
+    }
     try {
-      return finish_checked();
+      const build_summary summary = finish_checked();
+      end();
+      return summary;
     } catch (...) {
-      failed_ = true;
       abort();
       throw;
     }
   }
 
+  // After a failed add() or finish() too: whatever was staged goes.
   void abort() noexcept {
+    end();
     staged_.discard();
     inner_files_.clear();
     blob_.fd.reset();
@@ -1300,9 +1305,13 @@ class builder::impl {
     detail::pwrite_all(staged_.fd(), h, header_page.size(), 0, staged_.destination());
 
     staged_.publish(options_.sync);
-    finished_ = true;
     return build_summary{accepted_, file_size, static_cast<std::uint32_t>(root_level + 1),
                          static_cast<std::uint32_t>(page_count)};
+  }
+
+  void end() noexcept {
+    ended_ = true;
+    entry_path_ = entry_path::general;  // so that try_add_common leaves every entry to add()
   }
 
   std::string encode_metadata() const {
@@ -1355,8 +1364,9 @@ class builder::impl {
   std::string pending_key_;
   std::string pending_value_;
   bool has_pending_ = false;
-  bool failed_ = false;
-  bool finished_ = false;
+  // Set by finish(), abort() and a failed add(): every later add() and
+  // finish() is refused.
+  bool ended_ = false;
 };
 
 builder::builder(fs::path destination, build_options options) {
