@@ -198,7 +198,7 @@ int main(int argc, char** argv) {
       "Builds a bbtree index file from entries in text (tsv, csv, jsonl) or binary (bin) form.\n"
       "With no INPUT, or with -, reads standard input; several inputs are read as if "
       "concatenated."};
-  set_up(app, "bbtree-build", true);
+  set_up(app, "bbtree-build", true, true);
   app.footer(help_footer(examples, exit_statuses));
 
   std::vector<std::string> inputs;

@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "Prints a bbtree index file or shard set: its entries (the default), its header or "
       "manifest, its statistics or its pages."};
-  set_up(app, "bbtree-dump", false);
+  set_up(app, "bbtree-dump", false, false);
   app.footer(help_footer(examples, exit_statuses));
 
   std::string file_name;

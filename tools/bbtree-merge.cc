@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "Merges bbtree index files whose keys and values are of the same types into one index.\n"
       "Equal keys in several inputs fail the merge, or keep one entry (--duplicates)."};
-  set_up(app, "bbtree-merge", true);
+  set_up(app, "bbtree-merge", true, false);
   app.footer(help_footer(examples, exit_statuses));
 
   std::vector<std::string> inputs;

@@ -227,7 +227,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "Queries a bbtree index file or shard set: bbtree-query FILE COMMAND [options].\n"
       "Keys are parsed according to the file's key type, as tsv keys are."};
-  set_up(app, "bbtree-query", false);
+  set_up(app, "bbtree-query", false, false);
   app.footer(help_footer(examples, exit_statuses));
   app.require_subcommand(1);
   app.fallthrough();

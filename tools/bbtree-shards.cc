@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "Joins bbtree index files that cover disjoint key ranges into a shard set: writes the "
       "manifest OUT, which the other tools read as one index."};
-  set_up(app, "bbtree-shards", false);
+  set_up(app, "bbtree-shards", false, true);
   app.footer(help_footer(examples, exit_statuses));
 
   std::string output;

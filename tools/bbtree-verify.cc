@@ -4,6 +4,7 @@
 #include "common.h"
 
 #include <bbtree/shards.h>
+#include <bbtree/text_format.h>
 #include <bbtree/verify.h>
 
 #include <fmt/format.h>
@@ -43,8 +44,8 @@ The full check covers spec/FORMAT.md, section 14.6: every checksum, page
 numbers (so moved or copied pages are named), page kinds and levels, padding
 and reserved bytes, key order within and across pages, separators against
 the keys they divide, the first_rank and first_child chains, slots, the heap,
-the blob and metadata regions, and the header's totals.  It also checks the
-reference builder's choices that the header records (section 15: prefix
+the blob, metadata and directory regions, and the header's totals.  It also
+checks the reference builder's choices that the header records (section 15: prefix
 lengths, inline widths, which items are outside the page); give
 --no-builder-policy for files from other writers.
 
@@ -59,28 +60,6 @@ as files, then the manifest as {"name", "ok", "shard_set": true, "shards",
 "entries", "size", "truncated", "problems": [{"line", "shard", "message"}]}
 ("line" 0 and "shard" null where they do not apply).
 )";
-
-void append_json_string(std::string& out, std::string_view text) {
-  // Names may be any bytes: invalid UTF-8 is kept as \u00XX escapes.
-  const bool utf8 = is_valid_utf8(text);
-  out += '"';
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (byte == '\n') {
-      out += "\\n";
-    } else if (byte == '\t') {
-      out += "\\t";
-    } else if (byte < 0x20 || byte == 0x7F || (byte >= 0x80 && !utf8)) {
-      fmt::format_to(std::back_inserter(out), "\\u{:04x}", byte);
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-}
 
 const char* region_name(verify_region region) {
   switch (region) {
@@ -98,7 +77,7 @@ const char* region_name(verify_region region) {
 
 void append_json_report(std::string& out, const verify_report& report) {
   out += "    {\"name\": ";
-  append_json_string(out, report.name);
+  append_json_name(out, report.name);
   fmt::format_to(
       std::back_inserter(out),
       ", \"ok\": {}, \"entries\": {}, \"size\": {}, \"pages\": {}, \"height\": {}, \"quick\": {}, "
@@ -113,7 +92,7 @@ void append_json_report(std::string& out, const verify_report& report) {
     out += problem.page ? std::to_string(*problem.page) : "null";
     fmt::format_to(std::back_inserter(out), ", \"region\": \"{}\", \"offset\": {}, \"message\": ",
                    region_name(problem.region), problem.offset);
-    append_json_string(out, problem.message);
+    append_json_name(out, problem.message);
     out += '}';
   }
   out += report.problems.empty() ? "]}" : "\n    ]}";
@@ -121,9 +100,9 @@ void append_json_report(std::string& out, const verify_report& report) {
 
 void append_json_failure(std::string& out, const std::string& name, std::string_view message) {
   out += "    {\"name\": ";
-  append_json_string(out, name);
+  append_json_name(out, name);
   out += ", \"ok\": false, \"error\": ";
-  append_json_string(out, message);
+  append_json_name(out, message);
   out += ", \"problems\": []}";
 }
 
@@ -145,7 +124,7 @@ void append_json_set(std::string& out, const shard_set_report& report) {
     append_json_item(out, item);
   }
   std::string item = "    {\"name\": ";
-  append_json_string(item, report.name);
+  append_json_name(item, report.name);
   fmt::format_to(std::back_inserter(item),
                  ", \"ok\": {}, \"shard_set\": true, \"shards\": {}, \"entries\": {}, "
                  "\"size\": {}, \"truncated\": {}, \"problems\": [",
@@ -159,10 +138,10 @@ void append_json_set(std::string& out, const shard_set_report& report) {
     if (problem.shard.empty()) {
       item += "null";
     } else {
-      append_json_string(item, problem.shard);
+      append_json_name(item, problem.shard);
     }
     item += ", \"message\": ";
-    append_json_string(item, problem.message);
+    append_json_name(item, problem.message);
     item += '}';
   }
   item += report.problems.empty() ? "]}" : "\n    ]}";
@@ -241,7 +220,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "Checks bbtree index files and shard sets: every checksum and every rule of the file "
       "format, and every claim of a shard manifest."};
-  set_up(app, "bbtree-verify", false);
+  set_up(app, "bbtree-verify", false, false);
   app.footer(help_footer(examples, exit_statuses));
 
   std::vector<std::string> files;
@@ -251,8 +230,8 @@ int main(int argc, char** argv) {
   app.add_option("FILE", files, "The index files and shard manifests to check")->required();
   app.add_flag(
       "--quick", options.quick,
-      "Only the header and the checksums (pages, out-of-page items, metadata): finds damage "
-      "from storage or transfer, not from a faulty writer");
+      "Only the header and the checksums (pages, out-of-page items, metadata, directory): finds "
+      "damage from storage or transfer, not from a faulty writer");
   app.add_flag("--json", json, "Print one JSON document for all files (for CI)");
   app.add_option("--max-errors", options.max_errors,
                  "Stop listing a file's problems after N; 0 lists all")

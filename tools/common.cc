@@ -2,6 +2,7 @@
 
 #include <bbtree/builder.h>
 #include <bbtree/format/layout.h>
+#include <bbtree/shards.h>
 #include <bbtree/version.h>
 
 #include <fmt/format.h>
@@ -63,18 +64,21 @@ CLI::Validator whole_number(std::uint64_t least, std::uint64_t most) {
       range);
 }
 
-void set_up(CLI::App& app, std::string tool, bool writes_files) {
+void set_up(CLI::App& app, std::string tool, bool writes_files, bool writes_manifests) {
   tool_name = std::move(tool);
   app.name(tool_name);
   // A reader accepts every minor version of its major one (spec/FORMAT.md,
   // section 16).
   const std::string writes =
       writes_files ? fmt::format(", writes {}.{}", format::format_major, format::format_minor) : "";
+  const std::string manifest =
+      fmt::format("shard manifest format (spec/SHARDS.md): reads {}{}", shard_manifest_version,
+                  writes_manifests ? fmt::format(", writes {}", shard_manifest_version) : "");
   app.set_version_flag("--version",
                        fmt::format("{} {}\nbbtree file format: reads {}.x (this build knows up "
-                                   "to {}.{}){}",
+                                   "to {}.{}){}\n{}",
                                    tool_name, version_string, format::format_major,
-                                   format::format_major, format::format_minor, writes));
+                                   format::format_major, format::format_minor, writes, manifest));
 }
 
 std::string help_footer(std::string_view examples, std::string_view exit_statuses) {
@@ -294,7 +298,9 @@ std::vector<std::byte> read_all(int fd, const std::string& name) {
 
 }  // namespace
 
-std::optional<stream_bytes> read_if_stream(const std::string& path) {
+namespace {
+
+std::optional<stream_bytes> read_stream(const std::string& path) {
   if (path == "-") return stream_bytes{"<stdin>", read_all(STDIN_FILENO, "<stdin>")};
   struct stat status;
   if (::stat(path.c_str(), &status) != 0) return std::nullopt;  // reported by the open
@@ -310,6 +316,19 @@ std::optional<stream_bytes> read_if_stream(const std::string& path) {
   return stream_bytes{path, read_all(fd, path)};
 }
 
+}  // namespace
+
+std::optional<stream_bytes> read_if_stream(const std::string& path) {
+  std::optional<stream_bytes> stream = read_stream(path);
+  if (stream && is_shard_manifest(std::span<const std::byte>(stream->bytes))) {
+    throw usage_error(fmt::format(
+        "{}: a shard manifest cannot be read from a stream: its shards are found relative to "
+        "its directory; give its path",
+        stream->name));
+  }
+  return stream;
+}
+
 open_index::open_index(const std::string& path, const open_options& options) {
   std::optional<stream_bytes> stream = read_if_stream(path);
   if (!stream) {
@@ -317,14 +336,8 @@ open_index::open_index(const std::string& path, const open_options& options) {
     return;
   }
   stream_ = std::move(*stream);
-  const std::span<const std::byte> bytes(stream_.bytes);
-  if (is_shard_manifest(bytes)) {
-    throw usage_error(fmt::format(
-        "{}: a shard manifest cannot be read from a stream: its shards are found relative to "
-        "its directory; give its path",
-        stream_.name));
-  }
-  index_ = std::make_unique<sharded_reader>(bbtree::reader::from_memory(bytes, stream_.name));
+  index_ = std::make_unique<sharded_reader>(
+      bbtree::reader::from_memory(std::span<const std::byte>(stream_.bytes), stream_.name));
 }
 
 const bbtree::reader& open_index::reader() const {

@@ -36,9 +36,10 @@ class usage_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Names the tool (for messages) and adds --version.  `writes_files` says
-// whether --version lists a format version written.
-void set_up(CLI::App& app, std::string tool, bool writes_files);
+// Names the tool (for messages) and adds --version.  `writes_files` and
+// `writes_manifests` say whether --version lists a file format version and
+// a shard manifest version written; every tool reads both.
+void set_up(CLI::App& app, std::string tool, bool writes_files, bool writes_manifests);
 
 // The help text's closing part: the examples, then the exit statuses.
 std::string help_footer(std::string_view examples, std::string_view exit_statuses);
@@ -101,6 +102,8 @@ struct stream_bytes {
   std::string name;  // "<stdin>" for "-", else FILE
   std::vector<std::byte> bytes;
 };
+// Throws usage_error for a stream that holds a shard manifest, whose shards
+// could not be found relative to it.
 std::optional<stream_bytes> read_if_stream(const std::string& path);
 
 // An index opened for reading: an index file or a shard manifest

@@ -58,6 +58,10 @@ struct shard_record {
   std::uint64_t line = 0;             // the manifest line it came from; 0 if none
 };
 
+// The manifest version this library reads and writes (spec/SHARDS.md): the
+// number in a manifest's first line, "bbtree-shards 1".
+inline constexpr std::string_view shard_manifest_version = "1";
+
 struct shard_manifest {
   entry_types types;
   std::vector<shard_record> shards;

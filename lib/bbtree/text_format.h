@@ -68,6 +68,14 @@ std::string value_type_name(const entry_types& types);
 // True if `bytes` is well-formed UTF-8 (no overlong forms, no surrogates).
 bool is_valid_utf8(std::string_view bytes) noexcept;
 
+// Appends a JSON string (quoted) for a name of any bytes, such as a file
+// name.  Valid UTF-8 is written as is (escaped as JSON requires); each byte
+// that is not part of valid UTF-8 becomes the lone surrogate \udcHH, as
+// Python's "surrogateescape" error handler writes it (PEP 383), so that two
+// different names never give one string, and os.fsencode(name) gives the
+// bytes back.  (jq shows such a surrogate as U+FFFD.)
+void append_json_name(std::string& out, std::string_view bytes);
+
 // Appends `bytes` with backslash, control bytes and bytes that are not part
 // of valid UTF-8 escaped as \\, \t, \r, \n and \xHH.
 void append_escaped(std::string& out, std::string_view bytes);

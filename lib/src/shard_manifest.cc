@@ -95,7 +95,6 @@ std::string header_mismatch(const shard_record& record, const entry_types& types
 namespace {
 
 constexpr std::string_view manifest_magic = "bbtree-shards ";
-constexpr std::string_view manifest_version = "1";
 
 // Decimal without sign or leading zeros: the manifest spells every number
 // one way, so that equal sets have equal manifests.
@@ -150,12 +149,12 @@ class manifest_parser {
     }
     const std::string_view first = next_line();
     const std::string_view version = first.substr(manifest_magic.size());
-    if (version != manifest_version) {
+    if (version != shard_manifest_version) {
       std::uint64_t number = 0;
       if (parse_canonical_decimal(version, number)) {
         throw manifest_error(errc::newer_version, name_, 1,
                              fmt::format("shard manifest version {}; this reader knows version {}",
-                                         version, manifest_version));
+                                         version, shard_manifest_version));
       }
       fail("the first line is not \"bbtree-shards 1\"");
     }
@@ -464,7 +463,7 @@ std::string format_shard_manifest(const shard_manifest& manifest) {
   const entry_types types = detail::canonical_types(manifest.types);
   std::string text;
   text += detail::manifest_magic;
-  text += detail::manifest_version;
+  text += shard_manifest_version;
   text += '\n';
   detail::append_types_line(text, types);
   std::uint64_t entries = 0;

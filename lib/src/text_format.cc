@@ -399,18 +399,9 @@ void append_escaped_bytes(std::string& out, std::string_view bytes) {
   }
 }
 
-// JSON strings hold Unicode text, so a byte string goes into one only if it
-// is UTF-8.
-void append_json_string(std::string& out, std::string_view bytes, field_role role) {
-  if (!is_valid_utf8(bytes)) {
-    std::string shown;
-    append_escaped_bytes(shown, bytes.substr(0, 80));
-    fail(errc::invalid_argument,
-         fmt::format("{} \"{}\" is not valid UTF-8, which JSON strings cannot hold: use the tsv "
-                     "or bin format",
-                     role_name(role), shown));
-  }
-  out += '"';
+// The characters of a JSON string for `bytes`, which are valid UTF-8, with
+// the escapes JSON requires: no quotes around them.
+void append_json_characters(std::string& out, std::string_view bytes) {
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
   std::size_t i = 0;
   while (i < bytes.size()) {
@@ -451,6 +442,21 @@ void append_json_string(std::string& out, std::string_view bytes, field_role rol
       }
     }
   }
+}
+
+// JSON strings hold Unicode text, so a byte string goes into one only if it
+// is UTF-8.
+void append_json_string(std::string& out, std::string_view bytes, field_role role) {
+  if (!is_valid_utf8(bytes)) {
+    std::string shown;
+    append_escaped_bytes(shown, bytes.substr(0, 80));
+    fail(errc::invalid_argument,
+         fmt::format("{} \"{}\" is not valid UTF-8, which JSON strings cannot hold: use the tsv "
+                     "or bin format",
+                     role_name(role), shown));
+  }
+  out += '"';
+  append_json_characters(out, bytes);
   out += '"';
 }
 
@@ -1623,6 +1629,27 @@ bool is_valid_utf8(std::string_view bytes) noexcept {
 
 void append_escaped(std::string& out, std::string_view bytes) {
   detail::append_escaped_bytes(out, bytes);
+}
+
+void append_json_name(std::string& out, std::string_view bytes) {
+  out += '"';
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  std::size_t i = 0;
+  while (i < bytes.size()) {
+    // The longest valid run from i, written as JSON characters.
+    std::size_t run = i;
+    while (run < bytes.size()) {
+      const std::size_t length =
+          p[run] < 0x80 ? 1 : detail::utf8_sequence_length(p + run, bytes.size() - run);
+      if (length == 0) break;
+      run += length;
+    }
+    detail::append_json_characters(out, bytes.substr(i, run - i));
+    if (run == bytes.size()) break;
+    fmt::format_to(std::back_inserter(out), "\\udc{:02x}", p[run]);
+    i = run + 1;
+  }
+  out += '"';
 }
 
 std::string unescape(std::string_view text, std::string_view what) {

@@ -227,6 +227,8 @@ expect_status 0 "$SHARDS" --help
 grep -q 'Examples:' out || fail "--help has no examples"
 expect_status 0 "$SHARDS" --version
 grep -q '^bbtree-shards ' out || fail "--version: $(cat out)"
+grep -qx 'shard manifest format (spec/SHARDS.md): reads 1, writes 1' out ||
+  fail "--version lacks the manifest version: $(cat out)"
 
 # --- A set whose shards changed, or whose manifest is damaged ---------------------
 
@@ -295,8 +297,14 @@ expect_status 1 "$QUERY" moved/newer.manifest count
 expect_err 'shard manifest version 2; this reader knows version 1'
 
 # A manifest cannot come from standard input: its shards are found from its place.
-expect_status 2 "$QUERY" - count <set.manifest
-expect_err 'a shard manifest cannot be read from a stream'
+# Not from a pipe either, and verify says so too, rather than "bad magic".
+for tool in "$QUERY" "$DUMP" "$VERIFY"; do
+  [[ $tool == "$QUERY" ]] && command=(count) || command=()
+  expect_status 2 "$tool" - "${command[@]}" <set.manifest
+  expect_err 'a shard manifest cannot be read from a stream'
+  expect_status 2 "$tool" <(cat set.manifest) "${command[@]}"
+  expect_err 'a shard manifest cannot be read from a stream'
+done
 
 # --- A failed sharded build leaves nothing ----------------------------------------
 

@@ -148,22 +148,21 @@ fi
 expect_status 0 "$VERIFY" --json numbers.bbt
 grep -q '^{"ok": true, "files": \[' out || fail "--json good: $(cat out)"
 # File names of any bytes stay valid JSON: escapes, control characters, and
-# bytes that are not UTF-8 as \u00XX (so they read back as Latin-1).
+# bytes that are not UTF-8 as lone surrogates \udcXX (Python's
+# surrogateescape), so that two names never read back as one: 0xFF alone and
+# the UTF-8 of U+00FF are different files.
 mkdir -p names
 names=($'names/tab\there.bbt' $'names/new\nline.bbt' 'names/quote"back\slash.bbt'
-  $'names/bell\a.bbt' $'names/latin1-\xe9.bbt' 'names/utf8-é.bbt')
+  $'names/bell\a.bbt' $'names/latin1-\xe9.bbt' 'names/utf8-é.bbt' $'names/\xff.bbt'
+  $'names/\xc3\xbf.bbt' $'names/cut-\xe2\x82.bbt')
 for name in "${names[@]}"; do cp numbers.bbt "$name"; done
 expect_status 0 "$VERIFY" --json "${names[@]}"
+grep -qF '"name": "names/\udcff.bbt"' out || fail "--json: 0xFF not as \\udcff: $(cat out)"
 python3 - out <<'EOF' || fail "--json names: $(cat out)"
 import json, os, sys
 report = json.load(open(sys.argv[1]))
-def shown(name):
-    try:
-        return name.decode("utf-8")
-    except UnicodeDecodeError:
-        return name.decode("latin-1")
-expected = sorted(shown(os.path.join(b"names", n)) for n in os.listdir(b"names"))
-assert sorted(item["name"] for item in report["files"]) == expected, report["files"]
+names = [os.fsencode(item["name"]) for item in report["files"]]
+assert sorted(names) == sorted(os.path.join(b"names", n) for n in os.listdir(b"names")), names
 assert all(item["ok"] for item in report["files"]), report
 EOF
 
