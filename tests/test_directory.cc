@@ -541,6 +541,80 @@ TEST_CASE("open refuses a directory of the wrong shape", "[directory][header]") 
   REQUIRE(has_page_problem(report, 0, "reserved header bytes"));
 }
 
+TEST_CASE("a locator to a level-1 page that claims level 2 is corrupt: not a miss", "[directory]") {
+  // Heads of 32 bytes that all tie (41 bytes shared after "a" or "b"), so
+  // that every batched search follows locators to compare full separators.
+  model entries;
+  for (const char first : {'a', 'b'}) {
+    for (int i = 0; i < 3000; ++i) {
+      entries[fmt::format("{}{}{:06}", first, std::string(40, 'x'), i)] = std::to_string(i);
+    }
+  }
+  std::string file = build_bytes({key_kind::bytes, 0, value_kind::bytes, 0, 512}, entries);
+  const reader good = reader::from_memory(as_bytes(file));
+  REQUIRE(good.core().directory().entries >= 2);
+  REQUIRE(good.info().directory_prefix_length == 0);
+  const std::uint64_t offset = good.info().directory_offset;
+  const std::uint32_t count = good.core().directory().entries;
+  const std::uint32_t head_size = good.info().directory_head_size;
+  const std::uint32_t level1_page = good.core().level_first_page(1);
+  // Every locator names the first level-1 page, whose level byte now says
+  // 2: a page that passes the page checks of level 2, in level 1's range.
+  for (std::uint32_t entry = 0; entry < count; ++entry) {
+    store_field<std::uint32_t>(file,
+                               offset + directory::locators_offset(count, head_size) +
+                                   std::uint64_t{entry} * directory::locator_size +
+                                   directory::locator_page_offset,
+                               level1_page);
+  }
+  raw(file)[std::uint64_t{level1_page} * 512 + format::page::level_offset] = 2;
+  rechecksum_page(file, level1_page);
+  store_field<std::uint32_t>(file, header::directory_checksum_offset,
+                             format::crc32c(file.data() + offset, file.size() - offset));
+  rechecksum_header(file);
+  const reader damaged = reader::from_memory(as_bytes(file), "damaged.bbt");
+  std::vector<std::string_view> keys;
+  for (const auto& [key, value] : entries) keys.push_back(key);
+  std::vector<std::optional<std::string_view>> values(keys.size());
+  try {
+    damaged.get_many(keys, values);
+    FAIL("get_many answered through locators that name a level-1 page");
+  } catch (const error& failure) {
+    REQUIRE(failure.code() == errc::corrupt);
+    REQUIRE_THAT(failure.what(), Catch::Contains("directory entry"));
+  }
+}
+
+TEST_CASE("the padding before the directory is checked in the minor versions known",
+          "[directory][verify]") {
+  // Metadata of 3 bytes after its count: the directory starts at the next
+  // multiple of 64, after zero padding.
+  const std::string good = build_bytes({key_kind::bytes, 0, value_kind::bytes, 0, 512},
+                                       one_site_model(3000, 8), {{"a", "b"}});
+  const reader index = reader::from_memory(as_bytes(good));
+  const file_info& info = index.info();
+  const std::uint64_t regions_end =
+      std::uint64_t{info.page_count} * info.page_size + info.blob_length + info.metadata_length;
+  REQUIRE(info.directory_offset > regions_end);
+  for (const std::uint16_t minor :
+       {format::format_minor, std::uint16_t(format::format_minor + 1)}) {
+    CAPTURE(minor);
+    std::string file = good;
+    store_field<std::uint16_t>(file, header::minor_offset, minor);
+    file[regions_end] = 1;
+    rechecksum_header(file);
+    for (const bool quick : {false, true}) {
+      verify_options options;
+      options.quick = quick;
+      const verify_report report = verify_string(file, options);
+      INFO(describe(report));
+      // A later minor version may use the padding, as any reserved bytes.
+      REQUIRE(has_region_problem(report, verify_region::directory, "padding") ==
+              (minor == format::format_minor));
+    }
+  }
+}
+
 TEST_CASE("directory damage behind a valid checksum", "[directory][verify]") {
   const directory_file sample = sample_directory_file();
   const std::uint64_t locators =

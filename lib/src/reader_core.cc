@@ -851,13 +851,7 @@ std::uint32_t reader_core::count_tied_separators(std::string_view key, std::stri
   const auto at_most_key = [&](std::uint32_t entry) {
     if (std::memcmp(directory_.head(entry), probe_head, head_size) < 0) return true;
     const auto [number, index] = directory_.locator_of(entry);
-    const page_view upper = page(number, -1);
-    if (upper.level < 2 || index >= upper.count) [[unlikely]] {
-      corrupt(number, fmt::format("directory entry {} names separator {} of this page, at "
-                                  "level {} with {} separators",
-                                  entry, index, upper.level, upper.count));
-    }
-    return compare_entry(upper, index, key) <= 0;
+    return compare_entry(directory_separator_page(entry, number, index), index, key) <= 0;
   };
   std::uint32_t low = 0;
   std::uint32_t high = count;
@@ -870,6 +864,33 @@ std::uint32_t reader_core::count_tied_separators(std::string_view key, std::stri
     }
   }
   return low;
+}
+
+// The page that directory entry `entry` names for its separator `index`,
+// checked as spec/FORMAT.md 14.2 asks: a page of level 2 or above, checked
+// as a page of the level whose range holds it, with index < count.  Every
+// failure is error(corrupt) naming the entry.  (A height of at least 3 was
+// checked at open for a file with a directory.)
+page_view reader_core::directory_separator_page(std::uint32_t entry, std::uint32_t number,
+                                                std::uint32_t index) const {
+  const auto fail = [&](std::string_view what) {
+    corrupt(number, fmt::format("directory entry {}: {}", entry, what));
+  };
+  if (number < level_first_page_[2] || number >= info_.page_count) [[unlikely]]
+    fail("names a page outside levels 2 and above");
+  std::uint32_t level = 2;
+  while (level + 1 < info_.height && number >= level_first_page_[level + 1]) ++level;
+  std::optional<page_view> checked;
+  try {
+    checked = inner_page(number, level);
+  } catch (const error& e) {
+    throw error(errc::corrupt, fmt::format("{} (following directory entry {})", e.what(), entry));
+  }
+  const page_view& upper = *checked;
+  if (index >= upper.count) [[unlikely]]
+    fail(fmt::format("names separator {} of this page, at level {} with {} separators", index,
+                     upper.level, upper.count));
+  return upper;
 }
 
 void reader_core::directory_pages(const std::string_view* keys, std::size_t n,

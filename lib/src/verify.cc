@@ -1156,11 +1156,13 @@ class verifier {
           0, fmt::format("checksum {:08x} in the header does not match the region's bytes ({:08x})",
                          info.directory_checksum, computed_checksum));
     }
-    // The padding is under no checksum, so even a quick check reads it.
+    // The padding is under no checksum, so even a quick check reads it; a
+    // later minor version may use it, as any reserved bytes (section 16).
     const std::uint64_t regions_end =
         std::uint64_t{info.page_count} * info.page_size + info.blob_length + info.metadata_length;
     const std::size_t padding = info.directory_offset - regions_end;
-    if (const std::size_t at = first_nonzero(base_ + regions_end, padding); at < padding) {
+    if (const std::size_t at = first_nonzero(base_ + regions_end, padding);
+        check_reserved_ && at < padding) {
       add_problem(verify_region::directory, std::nullopt, regions_end + at,
                   "padding before the directory region not zero");
     }

@@ -149,6 +149,8 @@ class reader_core {
   // heads instead of a search of each page above level 1.
   static constexpr std::size_t max_directory_batch = 16;
   void directory_pages(const std::string_view* keys, std::size_t n, std::uint32_t* pages) const;
+  page_view directory_separator_page(std::uint32_t entry, std::uint32_t number,
+                                     std::uint32_t index) const;
   // The order of key `index` of `page` against `probe`, compared in full
   // (negative, zero, positive as the key is less, equal, greater).
   int compare_entry(const page_view& page, std::uint32_t index, std::string_view probe) const;
