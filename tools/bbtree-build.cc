@@ -286,13 +286,8 @@ int main(int argc, char** argv) {
     for (const std::string& item : metadata) options.metadata.push_back(parse_metadata(item));
     if (!memory.empty()) {
       import.memory = parse_size(memory, "--memory");
-      if (import.memory < min_sort_memory) {
-        throw usage_error(fmt::format("--memory {}: the sort needs at least 64K", memory));
-      }
-      if (const std::uint64_t physical = physical_memory();
-          physical != 0 && import.memory > physical) {
-        throw usage_error(fmt::format("--memory {}: more than this machine's memory, {}", memory,
-                                      human_bytes(static_cast<double>(physical))));
+      if (const auto problem = sort_memory_problem(import.memory)) {
+        throw usage_error(fmt::format("--memory {}: {}", memory, *problem));
       }
     }
     import.temporary_directory = tmp_dir;

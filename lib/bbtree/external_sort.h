@@ -29,6 +29,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -48,6 +49,12 @@ std::uint64_t default_sort_memory() noexcept;
 // (though only touched as it fills), which the kernel refuses for a size it
 // could never back, and a sort in swap would be slower than runs on disk.
 std::uint64_t physical_memory() noexcept;
+
+// What is wrong with a sort budget of `memory` bytes (under min_sort_memory,
+// or over physical_memory()), as a phrase such as "the sort needs at least
+// 64K", or nothing when it is fine: the one rule the sort and bbtree-build's
+// --memory check apply.
+std::optional<std::string> sort_memory_problem(std::uint64_t memory);
 
 enum class sort_phase : std::uint8_t {
   reading,  // entries are being added; full buffers become sorted runs

@@ -72,6 +72,16 @@ std::uint64_t physical_memory() noexcept {
   return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_size);
 }
 
+std::optional<std::string> sort_memory_problem(std::uint64_t memory) {
+  static_assert(min_sort_memory == 64 << 10, "the message says 64K");
+  if (memory < min_sort_memory) return "the sort needs at least 64K";
+  if (const std::uint64_t physical = physical_memory(); physical != 0 && memory > physical) {
+    return fmt::format("more than this machine's memory ({:.1f} GiB)",
+                       static_cast<double>(physical) / static_cast<double>(1 << 30));
+  }
+  return std::nullopt;
+}
+
 std::uint64_t default_sort_memory() noexcept {
   constexpr std::uint64_t one_gib = std::uint64_t{1} << 30;
   constexpr std::uint64_t floor = std::uint64_t{64} << 20;
@@ -869,17 +879,9 @@ class external_sorter {
         limits_(options_) {
     validate(options_);
     options_.input_unsorted = true;
-    if (sort_.memory < min_sort_memory) {
+    if (const auto problem = sort_memory_problem(sort_.memory)) {
       throw error(errc::invalid_argument,
-                  fmt::format("a sort memory of {} bytes is under the least of {} bytes (64 KiB)",
-                              sort_.memory, min_sort_memory));
-    }
-    if (const std::uint64_t physical = physical_memory();
-        physical != 0 && sort_.memory > physical) {
-      throw error(errc::invalid_argument,
-                  fmt::format("a sort memory of {} bytes is more than this machine's memory, "
-                              "{} bytes",
-                              sort_.memory, physical));
+                  fmt::format("a sort memory of {} bytes: {}", sort_.memory, *problem));
     }
     if (sort_.temporary_directory.empty()) {
       sort_.temporary_directory =
