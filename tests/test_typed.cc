@@ -73,6 +73,17 @@ TEST_CASE("typed u64 -> u64 index answers like std::map", "[typed]") {
           static_cast<std::uint64_t>(
               std::distance(expected.upper_bound(1000), expected.upper_bound(50000))));
   REQUIRE(index.count(unbounded, unbounded) == expected.size());
+  // Bounds of another integer type, as `from(1000)` deduces (int), give the
+  // same range; a value outside u64's range is refused, not wrapped.
+  REQUIRE(index.count(from(1000), before(50000)) == expected_keys.size());
+  REQUIRE(index.range(from(1000), before(50000)).begin().key() == expected_keys.front());
+  REQUIRE(index.count(after(std::int64_t{1000}), to(50000u)) ==
+          index.count(after<std::uint64_t>(1000), to<std::uint64_t>(50000)));
+  REQUIRE_THROWS_MATCHES(index.count(from(-1), unbounded), error,
+                         Catch::Matchers::Predicate<error>([](const error& e) {
+                           return e.code() == errc::invalid_argument &&
+                                  std::string_view(e.what()).find("-1") != std::string_view::npos;
+                         }));
   REQUIRE(index.last().key() == expected.rbegin()->first);
   REQUIRE(index.at(5).key() == std::next(expected.begin(), 5)->first);
 
@@ -149,6 +160,9 @@ TEST_CASE("typed i64, fixed and string keys", "[typed]") {
       found.emplace_back(key);
     }
     REQUIRE(found == std::vector<std::string>{"/etc/hosts", "/etc/passwd"});
+    // Bounds from C strings, deduced as const char*.
+    REQUIRE(index.count(from("/etc/passwd"), before("/usr/lib/x")) == 2);
+    REQUIRE(index.range(after("/etc/hosts"), unbounded).begin().key() == "/etc/passwd");
     REQUIRE(index.get("/usr/bin/env") == std::optional<std::string_view>("/usr/bin/env"));
   }
 }

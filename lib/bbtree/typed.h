@@ -22,6 +22,8 @@
 //   if (auto value = index.get(42)) use(*value);
 //   for (auto [key, value] : index.range(bbtree::from(10), bbtree::before(20))) ...
 //
+// (A bound's key converts to the view's key type: see typed_bound.)
+//
 // The third parameter is the index read: reader by default, or
 // sharded_reader for a shard set (shards.h: typed_shard_set).
 //
@@ -161,10 +163,32 @@ struct value_traits<std::string_view> {
 
 // A typed range bound: bbtree::from(k) and bbtree::to(k) are inclusive,
 // bbtree::after(k) and bbtree::before(k) exclusive, bbtree::unbounded open.
+//
+// A bound's type is deduced from its key, so `from(10)` is a bound of int
+// and `from("a")` one of const char*.  They convert to the view's key type:
+// an integer to another integer type when its value is in that type's range
+// (else error(invalid_argument): -1 is no u64 key, and wrapping it to
+// 2^64 - 1 would give another range), and a C string to std::string_view.
 template <typename Key>
 struct typed_bound {
   bound::kind type = bound::kind::unbounded;
   Key key{};
+
+  template <typename Other>
+  requires(std::integral<Key>&& std::integral<Other> && !std::same_as<Key, Other> &&
+           !std::same_as<Key, bool> && !std::same_as<Other, bool>)
+  operator typed_bound<Other>() const {
+    if (!std::in_range<Other>(key))
+      throw error(errc::invalid_argument, "range bound " + std::to_string(key) +
+                                              " is outside the range of the index's key type");
+    return {type, static_cast<Other>(key)};
+  }
+
+  template <typename Other>
+  requires(std::same_as<Key, const char*>&& std::same_as<Other, std::string_view>)
+  operator typed_bound<Other>() const {
+    return {type, std::string_view(key)};
+  }
 };
 
 struct unbounded_t {
