@@ -181,7 +181,7 @@ void print_set_report(const shard_set_report& report) {
   for (const verify_report& shard : report.shards) std::cout << text_report(shard);
   for (const auto& [name, message] : report.unreadable) {
     std::cout.flush();
-    fmt::print(stderr, "bbtree-verify: error: {}\n", message);
+    report_error(message);
   }
   std::string text;
   for (const shard_set_problem& problem : report.problems) {
@@ -281,7 +281,7 @@ int main(int argc, char** argv) {
           continue;
         }
         std::cout.flush();
-        fmt::print(stderr, "bbtree-verify: error: {}\n", e.what());
+        report_error(e.what());
       }
       std::cout << text;
     }

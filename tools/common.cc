@@ -28,10 +28,24 @@ namespace {
 
 std::string tool_name = "bbtree";
 
-void print_error(std::string_view message) {
-  std::fflush(stdout);
-  fmt::print(stderr, "{}: error: {}\n", tool_name, message);
+// Diagnostics never throw: a stderr that is closed, full or a pipe whose
+// reader has gone (`2>&1 | head`) loses them, and the tool goes on to the
+// exit status of its work.  (fmt::print throws on a failed write, which in
+// an error handler ended the process with std::terminate.)
+void write_to_stderr(std::string_view text) noexcept {
+  std::fwrite(text.data(), 1, text.size(), stderr);
+  std::fflush(stderr);
+  std::clearerr(stderr);
 }
+
+}  // namespace
+
+void report_error(std::string_view message) {
+  std::fflush(stdout);
+  write_to_stderr(fmt::format("{}: error: {}\n", tool_name, message));
+}
+
+namespace {
 
 // CLI11 prints help and --version to std::cout; a closed pipe there is no
 // error either.
@@ -39,7 +53,7 @@ int flush_standard_output() {
   std::cout.flush();
   if (!std::cout) {
     if (errno == EPIPE) return exit_success;
-    print_error("<stdout>: write failed");
+    report_error("<stdout>: write failed");
     return exit_system;
   }
   return exit_success;
@@ -136,10 +150,33 @@ void install_signal_handlers() {
 
 }  // namespace
 
+namespace {
+
+// Descriptors 0, 1 and 2 open, on /dev/null where the caller closed them
+// (`2>&-`): otherwise the first file the tool opens gets one of them, and
+// what the tool writes to stderr, such as progress, goes into that file,
+// which may be the index it is about to publish.
+void open_standard_descriptors() {
+  for (int descriptor = STDIN_FILENO; descriptor <= STDERR_FILENO; ++descriptor) {
+    if (::fcntl(descriptor, F_GETFD) != -1 || errno != EBADF) continue;
+    const int opened = ::open("/dev/null", descriptor == STDIN_FILENO ? O_RDONLY : O_WRONLY);
+    // open() returns the lowest free descriptor, which is `descriptor`; a
+    // machine without /dev/null keeps the descriptor closed.
+    if (opened != descriptor && opened >= 0) ::close(opened);
+  }
+}
+
+}  // namespace
+
 int run(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
+  open_standard_descriptors();
   // A write to a closed pipe then fails with EPIPE, which the tools turn
   // into a quiet exit, instead of killing the process with a signal.
   std::signal(SIGPIPE, SIG_IGN);
+  // A file over the shell's file size limit (ulimit -f) then fails with
+  // EFBIG, an io_error the build reports, removing its temporary file,
+  // instead of SIGXFSZ killing the process where it stands.
+  std::signal(SIGXFSZ, SIG_IGN);
   install_signal_handlers();
   try {
     app.parse(argc, argv);
@@ -147,8 +184,8 @@ int run(CLI::App& app, int argc, char** argv, const std::function<int()>& body) 
     app.exit(e);
     return flush_standard_output();
   } catch (const CLI::ParseError& e) {
-    print_error(e.what());
-    fmt::print(stderr, "Run '{} --help' for the options.\n", tool_name);
+    report_error(e.what());
+    write_to_stderr(fmt::format("Run '{} --help' for the options.\n", tool_name));
     return exit_usage;
   }
   try {
@@ -158,26 +195,26 @@ int run(CLI::App& app, int argc, char** argv, const std::function<int()>& body) 
   } catch (const broken_pipe&) {
     return exit_success;
   } catch (const usage_error& e) {
-    print_error(e.what());
+    report_error(e.what());
     return exit_usage;
   } catch (const input_error& e) {
-    print_error(e.what());
+    report_error(e.what());
     return exit_negative;
   } catch (const error& e) {
-    print_error(e.what());
+    report_error(e.what());
     return exit_status_for(e.code());
   } catch (const std::bad_alloc&) {
-    print_error("out of memory");
+    report_error("out of memory");
     return exit_system;
   } catch (const std::exception& e) {
-    print_error(e.what());
+    report_error(e.what());
     return exit_system;
   }
 }
 
 void note(std::string_view text) {
   std::fflush(stdout);
-  fmt::print(stderr, "{}: {}\n", tool_name, text);
+  write_to_stderr(fmt::format("{}: {}\n", tool_name, text));
 }
 
 std::uint64_t parse_size(std::string_view text, std::string_view option) {
@@ -256,16 +293,15 @@ bool status_line::due(bool milestone) const {
 void status_line::show(std::string_view text) {
   last_ = clock::now();
   if (terminal_) {
-    fmt::print(stderr, "\r{}\x1b[K", text);
+    write_to_stderr(fmt::format("\r{}\x1b[K", text));
     drawn_ = true;
   } else {
-    fmt::print(stderr, "{}: {}\n", tool_name, text);
+    write_to_stderr(fmt::format("{}: {}\n", tool_name, text));
   }
-  std::fflush(stderr);
 }
 
 void status_line::clear() {
-  if (drawn_) fmt::print(stderr, "\r\x1b[K");
+  if (drawn_) write_to_stderr("\r\x1b[K");
   drawn_ = false;
 }
 

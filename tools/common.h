@@ -60,6 +60,11 @@ int run(CLI::App& app, int argc, char** argv, const std::function<int()>& body);
 // (not found, a summary line).
 void note(std::string_view text);
 
+// Writes `bbtree-TOOL: error: MESSAGE` to stderr, for a failure the tool
+// reports and goes on from (one file of several).  Like note(), never
+// throws: diagnostics that cannot be written are lost.
+void report_error(std::string_view message);
+
 // The exit status for a library error.
 int exit_status_for(errc code) noexcept;
 
