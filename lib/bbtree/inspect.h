@@ -1,9 +1,11 @@
-// Human-readable views of a file's structure, for bbtree-dump.
+// Human-readable views of a file's structure, and its entries read with
+// every check a walk can make, for bbtree-dump.
 //
 // write_header is implemented in lib/src/inspect_header.cc; write_stats,
 // write_pages and write_page, the page inspector, in lib/src/inspect.cc.
 // They read through reader_core's checked page access, and show a damaged
-// page as damaged instead of stopping.
+// page as damaged instead of stopping.  for_each_checked_entry is in
+// lib/src/checked_walk.cc.
 //
 // Errors: what the reader throws for a file it cannot read at all; I/O
 // errors of the stream are the stream's.  Thread safety: as reader: any
@@ -11,9 +13,12 @@
 #pragma once
 
 #include <bbtree/reader.h>
+#include <bbtree/shards.h>
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
+#include <string_view>
 
 namespace bbtree {
 
@@ -30,5 +35,16 @@ void write_pages(const reader& file, std::ostream& out);
 // Every field and entry of page `page`.  Throws error(invalid_argument) for
 // a page number past the end.
 void write_page(const reader& file, std::uint32_t page, std::ostream& out);
+
+// Calls each(key, value) for every entry of `index` (a file, or a shard
+// set's shards in turn) in key order, checking what a cursor leaves to
+// bbtree-verify: each leaf's checksum, each out-of-page item's checksum,
+// and that keys ascend.  The walk bbtree-merge reads its inputs with.
+// Throws error(corrupt) naming the file and page at the first damage,
+// after passing on the entries of the leaves before it; what `each`
+// throws ends the walk.
+void for_each_checked_entry(
+    const sharded_reader& index,
+    const std::function<void(std::string_view key, std::string_view value)>& each);
 
 }  // namespace bbtree

@@ -1,19 +1,19 @@
 // Merging index files and shard sets: a loser tree over the leaves of the
 // inputs' files, feeding a builder.
 //
-// Each input is walked leaf by leaf through reader_core rather than through
-// cursors, so that the merge can check what a lookup does not (each leaf's
+// Each input is walked leaf by leaf by checked_leaf_walk rather than by
+// cursors, so that the merge checks what a lookup does not (each leaf's
 // checksum, each out-of-page item's checksum, that keys ascend) and knows
-// which pages it is done with: every 16 MiB of leaves (merge_drop_step), the mapped pages
-// behind the merge are dropped, so that resident memory does not grow with
-// the inputs.
+// which pages it is done with: every 16 MiB of leaves (merge_drop_step), the
+// mapped pages behind the merge are dropped, so that resident memory does
+// not grow with the inputs.
 #include <bbtree/merge.h>
 
-#include <bbtree/detail/reader_core.h>
 #include <bbtree/reader.h>
 #include <bbtree/shards.h>
 #include <bbtree/text_format.h>
 
+#include "checked_walk.h"
 #include "key_compare.h"
 #include "loser_tree.h"
 
@@ -24,111 +24,12 @@
 #include <utility>
 #include <vector>
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 namespace bbtree {
 
 namespace fs = std::filesystem;
 
 namespace detail {
 namespace {
-
-// The entries of one index file in key order.  The reader, a shard of one
-// of merge_indexes' inputs, outlives it.
-class index_source {
- public:
-  explicit index_source(const reader& index) : core_(&index.core()) {}
-
-  const std::string& name() const noexcept { return core_->name(); }
-
-  // Moves to the next entry; false (and exhausted()) after the last.
-  bool advance() {
-    while (!in_leaf_ || position_ >= leaf_.count) {
-      const std::uint32_t next = in_leaf_ ? leaf_.number + 1 : core_->first_leaf();
-      if (next >= core_->end_leaf()) {
-        exhausted_ = true;
-        return false;
-      }
-      enter_leaf(next);
-    }
-    std::swap(key_, previous_key_);
-    key_.clear();
-    core_->append_key(leaf_, position_, key_);
-    if (core_->info().keys == key_kind::bytes &&
-        core_->key_suffix_length(leaf_, position_) > leaf_.inline_width) {
-      check_item(core_->key_remainder(leaf_, position_), "key");
-    }
-    if (has_previous_ && compare_keys(previous_key_, key_) >= 0) {
-      core_->corrupt(leaf_.number, fmt::format("entry {}: keys out of order", position_));
-    }
-    const item_view value = core_->value_item(leaf_, position_);
-    check_item(value, "value");
-    value_ = value.bytes;
-    has_previous_ = true;
-    ++position_;
-    return true;
-  }
-
-  bool exhausted() const noexcept { return exhausted_; }
-  // The current entry; the key until the next advance(), the value while
-  // the input is open.
-  std::string_view key() const noexcept { return key_; }
-  std::string_view value() const noexcept { return value_; }
-
- private:
-  void enter_leaf(std::uint32_t number) {
-    leaf_ = core_->page(number, 0);
-    const std::uint32_t page_size = core_->info().page_size;
-    const std::uint32_t stored =
-        format::load_le<std::uint32_t>(leaf_.bytes + format::page::checksum_offset);
-    if (stored != format::page_checksum(leaf_.bytes, page_size))
-      core_->corrupt(number, "checksum mismatch");
-    in_leaf_ = true;
-    position_ = 0;
-    if (std::uint64_t{number - dropped_before_} * page_size >= merge_drop_step) {
-      drop_pages_behind(number);
-    }
-  }
-
-  // The pages before leaf `number`, and the blob region, whose values were
-  // already copied into the builder: the next access, if any, maps them
-  // again from the page cache.
-  void drop_pages_behind(std::uint32_t number) {
-    dropped_before_ = number;
-    const auto system_page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-    const auto base = reinterpret_cast<std::uintptr_t>(core_->base());
-    if (system_page == 0 || base % system_page != 0) return;
-    auto drop = [&](std::uint64_t begin, std::uint64_t end) {
-      begin = (begin + system_page - 1) / system_page * system_page;
-      end = end / system_page * system_page;
-      if (end > begin) ::madvise(reinterpret_cast<void*>(base + begin), end - begin, MADV_DONTNEED);
-    };
-    drop(0, std::uint64_t{number} * core_->info().page_size);
-    const file_info& info = core_->info();
-    if (info.blob_length > 0) drop(info.blob_offset, info.blob_offset + info.blob_length);
-  }
-
-  void check_item(const item_view& item, const char* what) const {
-    if (item.external &&
-        format::crc32c(item.bytes.data(), item.bytes.size()) != item.stored_checksum) {
-      core_->corrupt(leaf_.number,
-                     fmt::format("entry {}: the {} stored out of the page fails its checksum",
-                                 position_, what));
-    }
-  }
-
-  const reader_core* core_;
-  page_view leaf_;
-  bool in_leaf_ = false;
-  std::uint32_t position_ = 0;  // of the next entry in leaf_
-  std::uint32_t dropped_before_ = 0;
-  std::string key_;
-  std::string previous_key_;
-  bool has_previous_ = false;
-  std::string_view value_;
-  bool exhausted_ = false;
-};
 
 std::string describe_types(const file_info& info) {
   const entry_types types = entry_types::of(info);
@@ -169,10 +70,12 @@ build_summary merge_indexes(std::span<const fs::path> inputs, const fs::path& de
     }
     total += info.entries;
   }
-  std::vector<detail::index_source> sources;
+  // The inputs are file mappings (memory_mode::map above), so the walks
+  // may drop the pages behind them.
+  std::vector<detail::checked_leaf_walk> sources;
   for (const sharded_reader& set : sets) {
     for (std::size_t number = 0; number < set.shard_count(); ++number)
-      sources.emplace_back(set.shard(number));
+      sources.emplace_back(set.shard(number), detail::checked_leaf_walk::pages::drop_behind);
   }
 
   build_options build;
@@ -190,12 +93,12 @@ build_summary merge_indexes(std::span<const fs::path> inputs, const fs::path& de
   builder out(destination, build);
   if (sources.empty()) return out.finish();  // only sets without shards
 
-  for (detail::index_source& source : sources) source.advance();
+  for (detail::checked_leaf_walk& source : sources) source.advance();
   // Of equal keys, the earlier input's comes first: keep_first and
   // keep_last then mean the input given first and last.
   auto before = [&sources](std::size_t a, std::size_t b) {
-    const detail::index_source& x = sources[a];
-    const detail::index_source& y = sources[b];
+    const detail::checked_leaf_walk& x = sources[a];
+    const detail::checked_leaf_walk& y = sources[b];
     if (x.exhausted() || y.exhausted()) return !x.exhausted();
     const int order = detail::compare_keys(x.key(), y.key());
     return order != 0 ? order < 0 : a < b;
@@ -207,7 +110,7 @@ build_summary merge_indexes(std::span<const fs::path> inputs, const fs::path& de
   std::size_t previous_source = 0;
   for (;;) {
     const std::size_t winner = tree.winner();
-    detail::index_source& source = sources[winner];
+    detail::checked_leaf_walk& source = sources[winner];
     if (source.exhausted()) break;
     try {
       out.add(source.key(), source.value());

@@ -84,6 +84,23 @@ expect_err 'zero.bbt'
 head -c 4096 big.bbt >short.bbt
 expect_status 1 "$DUMP" short.bbt
 expect_err 'short.bbt'
+# A leaf whose checksum does not match (a flipped bit in its checksum
+# field, so that its structure is sound): the entry walk checks every leaf
+# as bbtree-merge does, so the dump fails naming the file and page, having
+# printed at most the entries of the leaves before it.
+cp big.bbt damaged.bbt
+byte=$(od -An -tu1 -j $((1024 * 3)) -N1 damaged.bbt | tr -d ' ')
+printf "\\x$(printf %02x $((byte ^ 1)))" | dd of=damaged.bbt bs=1 seek=$((1024 * 3)) conv=notrunc status=none
+expect_status 0 "$DUMP" --page 3 big.bbt
+before=$(sed -n 's/^first_rank: //p' out)
+[[ $before -gt 0 ]] || fail "leaf 3's first_rank: $(head -12 out)"
+for format in tsv bin; do
+  expect_status 1 "$DUMP" --format $format damaged.bbt
+  expect_err_line 'bbtree-dump: error: damaged.bbt: page 3 (offset 3072): checksum mismatch'
+done
+expect_status 1 "$DUMP" damaged.bbt
+[[ $(wc -l <out) -le $before ]] || fail "dump printed $(wc -l <out) entries, leaves 1-2 hold $before"
+head -n "$(wc -l <out)" big.tsv | cmp -s - out || fail "the entries printed are not big.tsv's first"
 expect_status 3 "$DUMP" nonexistent.bbt
 expect_err 'nonexistent.bbt'
 expect_status 3 "$DUMP" "$WORK"
