@@ -134,12 +134,31 @@ TEST_CASE("the page listing shows every page, and one page its entries", "[inspe
   }
   SECTION("a damaged page is shown as damaged") {
     file[3 * page_size + format::page::inline_width_offset] = 3;
-    const reader index = reader::from_memory(as_bytes(file));
+    const reader index = reader::from_memory(as_bytes(file), "damaged.bbt");
     const std::string pages = pages_of(index);
     REQUIRE(pages.find("       3 ") != std::string::npos);
     REQUIRE(pages.find("damaged: ") != std::string::npos);
     REQUIRE(has_line(page_of(index, 3), "inline_width: 3"));
     REQUIRE(page_of(index, 3).find("damaged: ") != std::string::npos);
     REQUIRE(stats_of(index).find("damaged_pages: 1") != std::string::npos);
+    std::ostringstream out;
+    const std::string problem = write_page(index, 3, out);
+    REQUIRE(problem.starts_with(fmt::format("damaged.bbt: page 3 (offset {}): ", 3 * page_size)));
+    REQUIRE(has_line(out.str(), "damaged: " + problem));
+  }
+  SECTION("a page whose checksum does not match is damaged, though it decodes") {
+    // A flipped bit in the checksum field: every other field is sound.
+    file[2 * page_size + format::page::checksum_offset] ^= 1;
+    const reader index = reader::from_memory(as_bytes(file), "flipped.bbt");
+    std::ostringstream out;
+    const std::string problem = write_page(index, 2, out);
+    const std::string text = out.str();
+    INFO(text);
+    REQUIRE(problem ==
+            fmt::format("flipped.bbt: page 2 (offset {}): checksum mismatch", 2 * page_size));
+    REQUIRE(has_line(text, "damaged: " + problem));
+    REQUIRE(text.find("entry.0: inline 0x") != std::string::npos);  // still shown whole
+    REQUIRE(write_page(index, 3, out).empty());
+    REQUIRE(write_page(index, 0, out).empty());
   }
 }

@@ -94,6 +94,7 @@ int main(int argc, char** argv) {
     const auto out = stdout_writer(format, types);
     if (header || stats || pages || page) {
       std::ostringstream text;
+      std::string page_problem;
       if (header && index.is_shard_set()) {
         write_shard_set_header(index.index(), text);
       } else if (header) {
@@ -105,9 +106,15 @@ int main(int argc, char** argv) {
       } else if (pages) {
         write_pages(index.reader(), text);
       } else {
-        write_page(index.reader(), *page, text);
+        page_problem = write_page(index.reader(), *page, text);
       }
       out->write_text(text.str());
+      // The page is shown whole, its damage among its fields; the status
+      // then says damaged, as the entry walk's does.
+      if (!page_problem.empty()) {
+        out->flush();
+        throw error(errc::corrupt, page_problem);
+      }
     } else {
       // The checked walk: a damaged leaf ends the dump with status 1, naming
       // the file and page, instead of printing what it holds.

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <string>
 #include <string_view>
 
 namespace bbtree {
@@ -32,9 +33,13 @@ void write_header(const reader& file, std::ostream& out);
 void write_stats(const reader& file, std::ostream& out);
 // One line per page: number, kind, level, key count, bytes used.
 void write_pages(const reader& file, std::ostream& out);
-// Every field and entry of page `page`.  Throws error(invalid_argument) for
-// a page number past the end.
-void write_page(const reader& file, std::uint32_t page, std::ostream& out);
+// Every field and entry of page `page`, and a `damaged: MESSAGE` line for
+// each problem found: a checksum that does not match the page's bytes, a
+// page the reader cannot decode, an entry it cannot read.  Returns the
+// first such MESSAGE (naming the file and page), empty for a sound page and
+// for page 0, the header (which opening checked).  Throws
+// error(invalid_argument) for a page number past the end.
+std::string write_page(const reader& file, std::uint32_t page, std::ostream& out);
 
 // Calls each(key, value) for every entry of `index` (a file, or a shard
 // set's shards in turn) in key order, checking what a cursor leaves to

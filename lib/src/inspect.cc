@@ -293,7 +293,7 @@ void write_pages(const reader& file, std::ostream& out) {
   out << text;
 }
 
-void write_page(const reader& file, std::uint32_t number, std::ostream& out) {
+std::string write_page(const reader& file, std::uint32_t number, std::ostream& out) {
   const reader_core& core = file.core();
   const file_info& info = core.info();
   if (number >= info.page_count) {
@@ -303,7 +303,7 @@ void write_page(const reader& file, std::uint32_t number, std::ostream& out) {
   }
   if (number == 0) {
     write_header(file, out);
-    return;
+    return {};
   }
   const entry_types types = entry_types::of(info);
   const std::uint64_t offset = std::uint64_t{number} * info.page_size;
@@ -313,13 +313,26 @@ void write_page(const reader& file, std::uint32_t number, std::ostream& out) {
   auto field = [&text](std::string_view name, const auto& value) {
     fmt::format_to(std::back_inserter(text), "{}: {}\n", name, value);
   };
+  std::string first_problem;
+  auto damaged = [&](std::string_view message) {
+    if (first_problem.empty()) first_problem = message;
+  };
   // The raw fields first: they are shown even when the page is damaged.
   field("page", number);
   field("offset", offset);
   field("level_table_level", level);
-  field("checksum", fmt::format("0x{:08x} (computed 0x{:08x})",
-                                load_le<std::uint32_t>(p + page_field::checksum_offset),
-                                format::page_checksum(p, info.page_size)));
+  const std::uint32_t stored_checksum = load_le<std::uint32_t>(p + page_field::checksum_offset);
+  const std::uint32_t computed_checksum = format::page_checksum(p, info.page_size);
+  field("checksum",
+        fmt::format("0x{:08x} (computed 0x{:08x})", stored_checksum, computed_checksum));
+  if (stored_checksum != computed_checksum) {
+    // Said before the fields that follow, which come from the damaged
+    // bytes: a page that decodes is not thereby sound.
+    const std::string message =
+        fmt::format("{}: page {} (offset {}): checksum mismatch", core.name(), number, offset);
+    field("damaged", message);
+    damaged(message);
+  }
   field("page_number", load_le<std::uint32_t>(p + page_field::page_number_offset));
   field("kind", fmt::format("{} ({})", p[page_field::kind_offset],
                             p[page_field::kind_offset] == 1   ? "leaf"
@@ -389,14 +402,17 @@ void write_page(const reader& file, std::uint32_t number, std::ostream& out) {
         }
       } catch (const error& e) {
         fmt::format_to(std::back_inserter(line), ", damaged: {}", e.what());
+        damaged(e.what());
       }
       text += line;
       text += '\n';
     }
   } catch (const error& e) {
     field("damaged", e.what());
+    damaged(e.what());
   }
   out << text;
+  return first_problem;
 }
 
 }  // namespace bbtree

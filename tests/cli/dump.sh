@@ -101,6 +101,14 @@ done
 expect_status 1 "$DUMP" damaged.bbt
 [[ $(wc -l <out) -le $before ]] || fail "dump printed $(wc -l <out) entries, leaves 1-2 hold $before"
 head -n "$(wc -l <out)" big.tsv | cmp -s - out || fail "the entries printed are not big.tsv's first"
+# --page on that leaf: shown whole, with its damage among its fields, and
+# the status of a damaged file.
+expect_status 1 "$DUMP" --page 3 damaged.bbt
+grep -qx 'damaged: damaged.bbt: page 3 (offset 3072): checksum mismatch' out ||
+  fail "--page 3 of damaged.bbt: $(head -12 out)"
+grep -q '^entry\.0: ' out || fail "--page 3 of damaged.bbt lacks its entries"
+expect_err_line 'bbtree-dump: error: damaged.bbt: page 3 (offset 3072): checksum mismatch'
+expect_status 0 "$DUMP" --page 4 damaged.bbt
 expect_status 3 "$DUMP" nonexistent.bbt
 expect_err 'nonexistent.bbt'
 expect_status 3 "$DUMP" "$WORK"
