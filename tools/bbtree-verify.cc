@@ -33,7 +33,10 @@ constexpr std::string_view exit_statuses =
 Each problem is printed as `FILE: page P (offset X): WHAT` (or `blob
 region` / `metadata` / `directory` instead of the page), where X is the offset in the
 file of the first byte found wrong; page 0 is the header.  A good file gets
-one line: `FILE: ok (N entries, S bytes, H levels, P pages)`.  --json prints
+one line: `FILE: ok (N entries, S bytes, H levels, P pages)`; a damaged one
+ends with `FILE: damaged (N problems)`, or `FILE: damaged (N problems,
+listing stopped; --max-errors 0 lists all)` when --max-errors cut the list
+short.  --json prints
 one JSON document instead: {"ok": BOOL, "files": [{"name", "ok", "entries",
 "size", "pages", "height", "quick", "truncated", "error", "problems":
 [{"page", "region", "offset", "message"}]}]}; "page" is null outside the
@@ -161,9 +164,11 @@ std::string text_report(const verify_report& report) {
                    report.quick ? ", checksums only" : "", report.entries, report.file_size,
                    report.height, report.height == 1 ? "" : "s", report.pages);
   } else if (report.truncated_list) {
+    // The documented verdict, `FILE: damaged (N problems`, first: scripts
+    // that match it read a cut-short list's verdict too.
     fmt::format_to(std::back_inserter(text),
-                   "{}: damaged; listing stopped after {} problems (--max-errors 0 lists all)\n",
-                   report.name, report.problems.size());
+                   "{}: damaged ({} problem{}, listing stopped; --max-errors 0 lists all)\n",
+                   report.name, report.problems.size(), report.problems.size() == 1 ? "" : "s");
   } else {
     fmt::format_to(std::back_inserter(text), "{}: damaged ({} problem{})\n", report.name,
                    report.problems.size(), report.problems.size() == 1 ? "" : "s");
