@@ -336,7 +336,9 @@ int main(int argc, char** argv) {
       const auto entry = first->parsed() ? file.first() : file.last();
       if (!entry) {
         out->flush();
-        note(fmt::format("{}: no entries", settings.file));
+        // An answer, not an error: reported as get reports a missing key.
+        note(fmt::format("not found: {} entry ({} has no entries)",
+                         first->parsed() ? "first" : "last", settings.file));
         return static_cast<int>(exit_negative);
       }
       out->write(entry->key, entry->value);
