@@ -117,8 +117,12 @@ void bbtree_cursor_close(bbtree_cursor* cursor);
 bbtree_status bbtree_cursor_seek(bbtree_cursor* cursor, const void* key, size_t key_size);
 bbtree_status bbtree_cursor_first(bbtree_cursor* cursor);
 bbtree_status bbtree_cursor_last(bbtree_cursor* cursor);
-/* One entry forward or back; BBTREE_END past either end.  On an error (a
- * damaged page on the way) the cursor stays at the entry it was at. */
+/* One entry forward or back, as the C++ cursor's ++ and --: BBTREE_END
+ * past either end, the cursor then at the end.  Back from the end is the
+ * last entry (BBTREE_END in an empty index), so that a walk backwards can
+ * start at the end; forward from the end stays there (BBTREE_END).  On an
+ * error (a damaged page on the way) the cursor stays at the entry it was
+ * at. */
 bbtree_status bbtree_cursor_next(bbtree_cursor* cursor);
 bbtree_status bbtree_cursor_prev(bbtree_cursor* cursor);
 int bbtree_cursor_valid(const bbtree_cursor* cursor);

@@ -275,7 +275,8 @@ bbtree_status bbtree_cursor_next(bbtree_cursor* cursor) {
 bbtree_status bbtree_cursor_prev(bbtree_cursor* cursor) {
   if (cursor == nullptr) return invalid("bbtree_cursor_prev: null cursor");
   return guarded([&] {
-    if (cursor->position.is_end()) return BBTREE_END;
+    // As the C++ cursor: back from the end is the last entry (none in an
+    // empty index), back from the first entry is the end.
     --cursor->position;
     return position_status(cursor);
   });

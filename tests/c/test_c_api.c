@@ -148,6 +148,28 @@ static void check_index(const bbtree_index* index) {
   CHECK(bbtree_cursor_last(cursor) == BBTREE_OK);
   CHECK(bbtree_cursor_next(cursor) == BBTREE_END);
   CHECK(bbtree_cursor_key(cursor, &key) == BBTREE_E_INVALID_ARGUMENT);
+  /* Back from the end, as the C++ --end(): the last entry, "zero" (5001
+   * keys in byte order end with it), then the one before it. */
+  CHECK(bbtree_cursor_prev(cursor) == BBTREE_OK);
+  CHECK(bbtree_cursor_key(cursor, &key) == BBTREE_OK);
+  CHECK(key.size == 4 && memcmp(key.data, "zero", 4) == 0);
+  CHECK(bbtree_cursor_prev(cursor) == BBTREE_OK);
+  CHECK(bbtree_cursor_key(cursor, &key) == BBTREE_OK);
+  CHECK(memcmp(key.data, "zero", key.size < 4 ? key.size : 4) < 0);
+  /* Back from the first entry: the end, and from there the last again. */
+  CHECK(bbtree_cursor_first(cursor) == BBTREE_OK);
+  CHECK(bbtree_cursor_prev(cursor) == BBTREE_END);
+  CHECK(!bbtree_cursor_valid(cursor));
+  CHECK(bbtree_cursor_prev(cursor) == BBTREE_OK);
+  CHECK(bbtree_cursor_value(cursor, &value) == BBTREE_OK);
+  CHECK(bbtree_u64_value(value.data) == 0);
+  /* A new cursor is at the end too. */
+  bbtree_cursor* fresh = NULL;
+  CHECK(bbtree_cursor_open(index, &fresh) == BBTREE_OK);
+  CHECK(bbtree_cursor_prev(fresh) == BBTREE_OK);
+  CHECK(bbtree_cursor_key(fresh, &key) == BBTREE_OK);
+  CHECK(key.size == 4 && memcmp(key.data, "zero", 4) == 0);
+  bbtree_cursor_close(fresh);
 
   /* Walks: the "twenty-" keys (21 to 29), stopped at the first key after
    * them; then every entry, 0 to 5000. */
