@@ -230,8 +230,8 @@ int main(int argc, char** argv) {
                  "Equal keys: error fails the build, first or last keeps that entry")
       ->check(CLI::IsMember({"error", "first", "last"}))
       ->capture_default_str();
-  app.add_option("--page-size", page_size, "Page size in bytes: a power of two, 512 to 65536")
-      ->check(whole_number())
+  app.add_option("--page-size", page_size, "Page size in bytes")
+      ->check(page_size_number())
       ->capture_default_str();
   bool no_directory = false;
   app.add_flag("--no-directory", no_directory,

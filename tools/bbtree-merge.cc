@@ -82,10 +82,8 @@ int main(int argc, char** argv) {
                  "the input given first or last")
       ->check(CLI::IsMember({"error", "first", "last"}))
       ->capture_default_str();
-  app.add_option("--page-size", page_size,
-                 "Page size of OUT in bytes: a power of two, 512 to 65536 (default: the first "
-                 "input's)")
-      ->check(whole_number());
+  app.add_option("--page-size", page_size, "Page size of OUT in bytes (default: the first input's)")
+      ->check(page_size_number());
   auto* progress_flag =
       app.add_flag("--progress", progress, "Show progress even when stderr is not a terminal");
   app.add_flag("-q,--quiet", quiet, "No progress and no summary")->excludes(progress_flag);
@@ -102,10 +100,6 @@ int main(int argc, char** argv) {
                          : duplicates == "last" ? duplicate_policy::keep_last
                                                 : duplicate_policy::error;
     options.page_size = page_size;
-    if (page_size != 0 && !format::is_valid_page_size(page_size)) {
-      throw usage_error(fmt::format("--page-size {}: a page size is a power of two from {} to {}",
-                                    page_size, format::min_page_size, format::max_page_size));
-    }
     options.overwrite = force;
     status_line line;
     if (!quiet && (progress || ::isatty(STDERR_FILENO))) {

@@ -78,6 +78,21 @@ CLI::Validator whole_number(std::uint64_t least, std::uint64_t most) {
       range);
 }
 
+CLI::Validator page_size_number() {
+  const std::string rule =
+      fmt::format("a power of two from {} to {}", format::min_page_size, format::max_page_size);
+  return CLI::Validator(
+      [rule](std::string& text) -> std::string {
+        std::uint32_t number = 0;
+        const char* const end = text.data() + text.size();
+        const auto [stop, failure] = std::from_chars(text.data(), end, number);
+        if (failure != std::errc{} || stop != end || !format::is_valid_page_size(number))
+          return fmt::format("{} is not {}", text, rule);
+        return {};
+      },
+      rule);
+}
+
 void set_up(CLI::App& app, std::string tool, bool writes_files, bool writes_manifests) {
   tool_name = std::move(tool);
   app.name(tool_name);

@@ -50,6 +50,12 @@ std::string help_footer(std::string_view examples, std::string_view exit_statuse
 CLI::Validator whole_number(std::uint64_t least = 0,
                             std::uint64_t most = std::numeric_limits<std::uint64_t>::max());
 
+// Checks a page size's text: a whole number that is a power of two from
+// format::min_page_size to format::max_page_size (spec/FORMAT.md), so that
+// --help states the rule and a bad size is refused as the command line is
+// read.
+CLI::Validator page_size_number();
+
 // Parses the command line and runs `body`, which returns the exit status.
 // Every failure becomes `bbtree-TOOL: error: MESSAGE` on stderr and the
 // matching exit status; a closed stdout (EPIPE, as under `| head`) ends the

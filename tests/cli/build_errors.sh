@@ -24,8 +24,14 @@ expect_err 'N in fixed:N must be from 1 to 4096'
 expect_status 2 "$BUILD" --format xml -o x.bbt good.tsv
 expect_err 'unknown format "xml"'
 expect_status 2 "$BUILD" --duplicates maybe -o x.bbt good.tsv
-expect_status 2 "$BUILD" --page-size 1000 -o x.bbt good.tsv
-expect_err 'page size 1000'
+# The page size rule (spec/FORMAT.md), in --help and in the refusal.
+expect_status 0 "$BUILD" --help
+grep -q -- '--page-size UINT:a power of two from 512 to 65536=1024' out ||
+  fail "--help on --page-size: $(grep -A1 -- --page-size out)"
+for size in 1000 256 131072 0; do
+  expect_status 2 "$BUILD" --page-size $size -o x.bbt good.tsv
+  expect_err "--page-size: $size is not a power of two from 512 to 65536"
+done
 expect_status 2 "$BUILD" --memory 12Q -o x.bbt good.tsv
 expect_err '--memory: bad size "12Q"'
 # More than the machine has (no CI machine has 1000 TiB).

@@ -19,8 +19,11 @@ printf '1\t1\n' | "$BUILD" -q --key-type u64 --value-type u64 -o one.bbt
 expect_status 2 "$MERGE" one.bbt
 expect_err '--output is required'
 expect_status 2 "$MERGE" --duplicates maybe one.bbt -o x.bbt
+expect_status 0 "$MERGE" --help
+grep -q -- '--page-size UINT:a power of two from 512 to 65536' out ||
+  fail "--help on --page-size: $(grep -A1 -- --page-size out)"
 expect_status 2 "$MERGE" --page-size 1000 one.bbt -o x.bbt
-expect_err '--page-size 1000'
+expect_err '--page-size: 1000 is not a power of two from 512 to 65536'
 expect_status 2 "$MERGE" - -o x.bbt
 expect_status 2 "$MERGE" one.bbt -o -
 expect_status 2 "$MERGE" --progress --quiet one.bbt -o x.bbt
