@@ -241,8 +241,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"tsv", "json"}))
       ->capture_default_str();
   app.add_flag("--huge-pages", settings.huge_pages,
-               "Copy the file into huge-page memory at open (see below)");
-  app.add_flag("--populate", settings.populate, "Read the whole file into memory at open");
+               "Copy the file into huge-page memory in the background, answering from the "
+               "file mapping meanwhile (see below)");
+  app.add_flag("--populate", settings.populate,
+               "Fault the whole file mapping in at open, before the first answer");
 
   bool with_keys = false;
   bool from_stdin = false;
