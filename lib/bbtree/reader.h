@@ -364,9 +364,19 @@ class entry_range {
 
 class reader {
  public:
-  // Maps `path`.  Throws error(not_bbtree | newer_version |
-  // unsupported_feature | truncated | trailing_data | corrupt_header |
-  // io_error), each naming the file.
+  // Maps `path` (or copies it, as options.memory says).  Throws
+  // error(not_bbtree | newer_version | unsupported_feature | truncated |
+  // trailing_data | corrupt_header | io_error), each naming the file.
+  //
+  // A mapped file must be replaced by rename, as the builder does, never
+  // rewritten in place: `cp new.bbt live.bbt` truncates the file that
+  // readers have mapped, and a reader that then touches a page past the
+  // new end dies of SIGBUS (one within it reads the new bytes against the
+  // old header).  The checks above cannot help: the kernel raises the
+  // signal on the load.  A rename leaves open readers on the old file.
+  // copy_huge_pages reads the file only at open, and
+  // map_then_copy_huge_pages only until its copy is in place
+  // (wait_for_huge_page_copy), so neither is exposed after that.
   static reader open(const std::filesystem::path& path, const open_options& options = {});
   // The same for a path held in a string: no std::filesystem::path is
   // built, whose parse of the path runs library code that a fresh process
