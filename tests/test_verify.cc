@@ -4,6 +4,7 @@
 #include "verify_test_support.h"
 
 #include <bbtree/detail/reader_core.h>
+#include <bbtree/detail/verify_costs.h>
 #include <bbtree/shards.h>
 #include <bbtree/verify.h>
 
@@ -928,4 +929,195 @@ TEST_CASE("valid files at the limits verify", "[verify]") {
     INFO(describe(report));
     REQUIRE(report.ok());
   }
+}
+
+namespace {
+
+// Keys of 'c' bytes, of lengths base, base + 1, ...: every key is a prefix
+// of the next, so each separator is the whole first key after it (section
+// 15.4), and with 512-byte pages every remainder, of a leaf key or of a
+// separator, lies in the blob region and is made of 'c' bytes only.
+model c_run_model(std::size_t base, std::size_t count) {
+  model entries;
+  for (std::size_t i = 0; i < count; ++i) entries[std::string(base + i, 'c')] = "";
+  return entries;
+}
+
+const shape c_run_shape{key_kind::bytes, 0, value_kind::none, 0, 512, false};
+
+// Points every key's external record, in every page, at blob offset 0 and
+// cuts the blob region to the longest remainder.  The region holds only
+// 'c' bytes, so every key and checksum is as before: the file is valid but
+// for items that all overlap, and it is a small fraction of the size it had.
+std::string point_remainders_at_one_item(const std::string& built, const model& entries) {
+  std::string file = built;
+  const reader index = reader::from_memory(as_bytes(built));
+  const detail::reader_core& core = index.core();
+  const file_info& info = index.info();
+  REQUIRE(info.metadata_length == 0);
+  REQUIRE(info.directory_length == 0);
+  const std::size_t page_size = page_size_of(file);
+  std::uint64_t longest = 0;
+  std::size_t records = 0;
+  for (std::uint32_t level = 0; level < info.height; ++level) {
+    for (std::uint32_t number = core.level_first_page(level); number < core.level_end_page(level);
+         ++number) {
+      const detail::page_view page = core.page(number, static_cast<int>(level));
+      unsigned char* bytes = raw(file) + std::uint64_t{number} * page_size;
+      for (std::uint32_t i = 0; i < page.count; ++i) {
+        const unsigned char* slot = bytes + page.sections.key_data + i * format::slot_size;
+        const std::uint32_t reference = format::load_le<std::uint32_t>(slot + 4);
+        if ((reference & format::external_flag) == 0) continue;
+        const std::uint64_t length = format::load_le<std::uint32_t>(slot) - page.inline_width;
+        unsigned char* record = bytes + (reference & ~format::external_flag);
+        format::store_le<std::uint64_t>(record, 0);
+        longest = std::max(longest, length);
+        ++records;
+      }
+      rechecksum_page(file, number);
+    }
+  }
+  REQUIRE(records > 2 * info.leaf_count);
+  file.resize(info.blob_offset + longest);
+  store_field<std::uint64_t>(file, header::blob_length_offset, longest);
+  store_field<std::uint64_t>(file, header::file_size_offset, file.size());
+  rechecksum_header(file);
+  // The reader finds the keys where they were.
+  const reader patched = reader::from_memory(as_bytes(file));
+  std::size_t i = 0;
+  for (const auto& entry : entries) {
+    if (i++ % 37 == 0) REQUIRE(patched.get(entry.first).has_value());
+  }
+  return file;
+}
+
+verify_report verify_measured(const std::string& file, detail::verify_costs& costs) {
+  verify_options all;
+  all.max_errors = 0;
+  return detail::verify_bytes_measured(as_bytes(file), "test.bbt", all, costs);
+}
+
+// Every problem is one of the overlap's, on a page or in the blob region.
+bool only_overlaps(const verify_report& report) {
+  for (const verify_problem& problem : report.problems) {
+    if (problem.message.find("overlaps an item before it") == std::string::npos &&
+        problem.message.find("add up to more than") == std::string::npos) {
+      return false;
+    }
+  }
+  return !report.problems.empty();
+}
+
+bool has_problem_on_some_page(const verify_report& report, std::string_view text) {
+  for (const verify_problem& problem : report.problems) {
+    if (problem.region == verify_region::page && problem.page.value_or(0) != 0 &&
+        problem.message.find(text) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("separators are remembered by place, not copied", "[verify][costs]") {
+  // 20000-byte separators: copied, one per leaf boundary would take about
+  // 20000 bytes per leaf, far more than the 512-byte leaf itself once the
+  // remainders all point at one item.
+  const model entries = c_run_model(20000, 300);
+  const std::string built = build_bytes(c_run_shape, entries);
+  const reader index = reader::from_memory(as_bytes(built));
+  const std::uint64_t leaves = index.info().leaf_count;
+  REQUIRE(leaves >= 20);
+  REQUIRE(index.info().height >= 3);
+
+  detail::verify_costs valid_costs;
+  const verify_report valid = verify_measured(built, valid_costs);
+  INFO(describe(valid));
+  REQUIRE(valid.ok());
+  REQUIRE(valid_costs.separator_bytes_held > 0);
+  REQUIRE(valid_costs.separator_bytes_held <= 64 * leaves);
+
+  const std::string file = point_remainders_at_one_item(built, entries);
+  REQUIRE(file.size() < built.size() / 50);
+  detail::verify_costs costs;
+  const verify_report report = verify_measured(file, costs);
+  INFO(describe(report));
+  REQUIRE(only_overlaps(report));
+  REQUIRE(has_problem_on_some_page(report, "add up to more than"));
+  REQUIRE(costs.separator_bytes_held <= 64 * leaves);
+  REQUIRE(costs.separator_bytes_held < file.size());
+}
+
+TEST_CASE("key remainders that all point at one blob item", "[verify][costs]") {
+  // Every key's remainder, about 20000 bytes, is the same blob bytes.  A
+  // comparison that read remainders would read them once per key, hundreds
+  // of times the file; remainders whose checksums were not checked (those
+  // after the overlap) are not read, and the order checks that the page
+  // bytes decide are still made.
+  const model entries = c_run_model(20000, 300);
+  const std::string built = build_bytes(c_run_shape, entries);
+  const std::string file = point_remainders_at_one_item(built, entries);
+  const std::uint64_t bound = 4 * file.size();
+
+  SECTION("the overlap is reported, and the comparisons read a bounded amount") {
+    detail::verify_costs costs;
+    const verify_report report = verify_measured(file, costs);
+    INFO(describe(report));
+    REQUIRE(only_overlaps(report));
+    REQUIRE(has_problem_on_some_page(report, "add up to more than"));
+    REQUIRE(costs.blob_bytes_compared <= bound);
+    REQUIRE(costs.page_rest_bytes_compared <= bound);
+  }
+  SECTION("keys out of order by their inline keys are still found") {
+    // Key 3 of leaf 2 gets inline key "cccccccb": below key 2 whatever the
+    // remainders hold.
+    std::string damaged = file;
+    const reader index = reader::from_memory(as_bytes(file));
+    const detail::page_view leaf = index.core().page(2, 0);
+    REQUIRE(leaf.count > 4);
+    const std::size_t page_size = page_size_of(file);
+    damaged[2 * page_size + leaf.sections.inline_keys + 3 * 8 + 7] = 'b';
+    rechecksum_page(damaged, 2);
+    detail::verify_costs costs;
+    const verify_report report = verify_measured(damaged, costs);
+    INFO(describe(report));
+    REQUIRE(has_page_problem(report, 2, "key 3 ("));
+    REQUIRE(has_page_problem(report, 2, "is not greater than key 2"));
+    REQUIRE(costs.blob_bytes_compared <= bound);
+  }
+}
+
+TEST_CASE("remainders in the blob region are compared when the items do not overlap",
+          "[verify][costs]") {
+  // The same keys without the overlap: the order of keys that differ only
+  // in their remainders is checked, reading them.
+  const std::string built = build_bytes(c_run_shape, c_run_model(2000, 300));
+  detail::verify_costs valid_costs;
+  REQUIRE(verify_measured(built, valid_costs).ok());
+  REQUIRE(valid_costs.blob_bytes_compared > 300 * 1000);
+
+  // Byte 10 of the remainder of key 3 of leaf 2 becomes 'a', and the
+  // item's checksum follows it: key 3 is then below key 2.
+  std::string file = built;
+  const reader index = reader::from_memory(as_bytes(built));
+  const file_info& info = index.info();
+  const detail::page_view leaf = index.core().page(2, 0);
+  REQUIRE(leaf.count > 4);
+  const std::size_t page_size = page_size_of(file);
+  unsigned char* page = raw(file) + 2 * page_size;
+  const unsigned char* slot = page + leaf.sections.key_data + 3 * format::slot_size;
+  const std::uint32_t reference = format::load_le<std::uint32_t>(slot + 4);
+  REQUIRE((reference & format::external_flag) != 0);
+  unsigned char* record = page + (reference & ~format::external_flag);
+  const std::uint64_t item = info.blob_offset + format::load_le<std::uint64_t>(record);
+  const std::uint32_t length = format::load_le<std::uint32_t>(slot) - leaf.inline_width;
+  file[item + 10] = 'a';
+  format::store_le<std::uint32_t>(record + 8, format::crc32c(raw(file) + item, length));
+  rechecksum_page(file, 2);
+  detail::verify_costs costs;
+  const verify_report report = verify_measured(file, costs);
+  INFO(describe(report));
+  REQUIRE(has_page_problem(report, 2, "key 3 ("));
+  REQUIRE(has_page_problem(report, 2, "is not greater than key 2"));
 }

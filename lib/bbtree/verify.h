@@ -13,7 +13,16 @@
 //
 // Verification never reads outside the bytes, never loops without bound and
 // stops after max_errors problems.  It reads each page once, the inner
-// levels before the leaves, and allocates per page at most, never per entry.
+// levels before the leaves, and allocates per page at most, never per entry:
+// the separator of each leaf boundary is remembered by where it lies in the
+// file, a few words whatever its length, and keys are compared where they
+// lie, not copied (only the keys a message shows are).  It reads the blob
+// region a bounded number of times: an item's bytes are checksummed and
+// compared only while the items checksummed add up to no more than the
+// region.  Beyond that the items overlap, which is reported; their
+// checksums and the key order checks that need their bytes are skipped, and
+// the checks that the bytes in the pages decide (prefixes, inline keys) are
+// still made.  A file whose items do not overlap gets every check.
 //
 // Thread safety: independent calls may run at once.
 #pragma once

@@ -17,13 +17,18 @@
 // two adjacent leaves, and "every key of child i is < sep <= every key of
 // child i + 1" reduces, with the leaves in strict order, to
 // "last key of the leaf before < sep <= first key of the leaf after".  That
-// needs one key per leaf in memory instead of a walk with fences per level,
-// and lets the leaves, most of the file, be read in file order.
+// needs one separator per leaf boundary instead of a walk with fences per
+// level, and lets the leaves, most of the file, be read in file order.
 //
-// Within a page, keys are compared by their parts (inline key, then tail or
-// remainder), as the reader does; whole keys are assembled only for the
-// first and last key of a page and for messages.
+// Keys are never copied to be compared: they are compared by their parts
+// where they lie in the mapping (prefix, inline key, then tail or
+// remainder; key_ref), so the separators kept per leaf boundary take a few
+// words each whatever their length.  Whole keys are assembled only for
+// messages.  Remainders in the blob region are compared only when their
+// checksum was checked (check_blob_item_checksum), so comparisons too read
+// the region a bounded number of times when records overlap.
 #include <bbtree/detail/reader_core.h>
+#include <bbtree/detail/verify_costs.h>
 #include <bbtree/error.h>
 #include <bbtree/text_format.h>
 #include <bbtree/verify.h>
@@ -140,11 +145,43 @@ struct checked_page {
 };
 
 // A key's bytes past its inline key: a fixed key's tail, or a byte-string
-// key's remainder in the page or the blob region.
+// key's remainder in the page or the blob region.  A remainder in the blob
+// region is not readable when its checksum was not checked because the
+// items overlap (check_blob_item_checksum): reading it in every comparison
+// would let a file of n records pointing at the same bytes cost n times
+// those bytes, so comparisons that need it are skipped.
 struct key_rest {
   const unsigned char* data = nullptr;
   std::uint32_t length = 0;
+  bool readable = true;
 };
+
+// A whole key as it lies in the mapping: the page prefix, the inline key
+// (the first min(suffix, inline_width) bytes of the suffix) and the rest.
+// The file stays mapped for the whole verification and every part was
+// bounds-checked when the key was decoded, so a key_ref may be kept and
+// read back later instead of copying the key.
+struct key_ref {
+  struct part {
+    const unsigned char* data = nullptr;
+    std::uint32_t length = 0;
+    bool readable = true;
+  };
+  part parts[3];  // prefix, inline key, rest
+
+  std::uint64_t length() const noexcept {
+    return std::uint64_t{parts[0].length} + parts[1].length + parts[2].length;
+  }
+};
+
+// A key held in memory (a string view) as a key_ref, for comparisons with
+// keys of the file.
+key_ref ref_of(std::string_view key) noexcept {
+  key_ref ref;
+  ref.parts[0] = {reinterpret_cast<const unsigned char*>(key.data()),
+                  static_cast<std::uint32_t>(key.size()), true};
+  return ref;
+}
 
 // Which item a slot describes, named in messages only: formatting the
 // name for every slot would cost more than checking it.
@@ -166,10 +203,10 @@ struct blob_item {
 };
 
 // The separator standing between leaf b - 1 and leaf b (0-based leaf
-// indices), kept in separator_arena_.
+// indices): where it lies in the mapping, not a copy, so that the memory
+// per leaf does not depend on the length of its keys.
 struct boundary_separator {
-  std::uint64_t arena_offset = 0;
-  std::uint32_t length = 0;
+  key_ref key;
   std::uint32_t page = 0;   // 0: none recorded
   std::uint32_t index = 0;  // the separator's index in its page
 };
@@ -203,6 +240,8 @@ class verifier {
   verifier(const unsigned char* base, std::uint64_t size, const verify_options& options,
            verify_report& report)
       : base_(base), size_(size), options_(options), report_(report) {}
+
+  const verify_costs& costs() const noexcept { return costs_; }
 
   void run() {
     try {
@@ -304,6 +343,8 @@ class verifier {
     report_.height = info.height;
     report_.page_size = info.page_size;
     check_reserved_ = info.minor_version <= format_minor;
+    blob_begin_ = base_ + info.blob_offset;
+    blob_end_ = blob_begin_ + info.blob_length;
     return true;
   }
 
@@ -505,11 +546,20 @@ class verifier {
     gap(page.heap_end, page_size_, "bytes after heap_end");
   }
 
+  // Where check_item found an item.
+  enum class item_place : std::uint8_t {
+    out_of_bounds,
+    empty,
+    in_page,
+    in_blob,            // its checksum was checked
+    in_blob_unchecked,  // after the overlap of check_blob_item_checksum
+  };
+
   // Resolves one slot's item, checking it lies in the heap or the blob
   // region, follows the previous item directly (`cursor`), and matches its
-  // checksum.  Returns false when the item is out of bounds.
-  bool check_item(const checked_page& page, std::uint32_t slot_offset, std::uint64_t length,
-                  item_name what, std::uint64_t& cursor, const unsigned char*& data) {
+  // checksum.
+  item_place check_item(const checked_page& page, std::uint32_t slot_offset, std::uint64_t length,
+                        item_name what, std::uint64_t& cursor, const unsigned char*& data) {
     const file_info& info = core_->info();
     const bool quick = options_.quick;
     const std::uint32_t reference = load_le<std::uint32_t>(page.bytes + slot_offset + 4);
@@ -520,7 +570,7 @@ class verifier {
                      fmt::format("{} is empty, but its slot's reference is {:#x}, not 0",
                                  describe(what), reference));
       }
-      return true;
+      return item_place::empty;
     }
     const std::uint32_t offset = reference & ~external_flag;
     const bool external = (reference & external_flag) != 0;
@@ -531,7 +581,7 @@ class verifier {
           fmt::format("{}: {} of {} bytes at page offset {} lies outside the heap [{}, {})",
                       describe(what), external ? "external record" : "item", in_page, offset,
                       page.sections.heap, page.heap_end));
-      return false;
+      return item_place::out_of_bounds;
     }
     if (!quick && offset != cursor) {
       page_problem(
@@ -551,7 +601,7 @@ class verifier {
     }
     if (!external) {
       data = page.bytes + offset;
-      return true;
+      return item_place::in_page;
     }
     const unsigned char* record = page.bytes + offset;
     const std::uint64_t blob_offset = load_le<std::uint64_t>(record);
@@ -563,12 +613,13 @@ class verifier {
       page_problem(page, offset,
                    fmt::format("{}: {} bytes at blob offset {} lie outside the {}-byte blob region",
                                describe(what), length, blob_offset, info.blob_length));
-      return false;
+      return item_place::out_of_bounds;
     }
     data = base_ + info.blob_offset + blob_offset;
     if (!quick) blob_items_.push_back({blob_offset, length, page.number, offset});
-    check_blob_item_checksum(page, offset, what, blob_offset, length, stored_checksum);
-    return true;
+    return check_blob_item_checksum(page, offset, what, blob_offset, length, stored_checksum)
+               ? item_place::in_blob
+               : item_place::in_blob_unchecked;
   }
 
   // The items of a valid file do not overlap, so their checksums read the
@@ -578,11 +629,14 @@ class verifier {
   // the items checksummed add up to more than the region, some of them
   // overlap; that is reported, and the items after it are not checksummed.
   // (Full verification names the overlapping items: check_blob_region.)
-  void check_blob_item_checksum(const checked_page& page, std::uint32_t record, item_name what,
+  // Key comparisons read only the remainders checksummed, so they too read
+  // the region a bounded number of times.  Returns whether the item was
+  // checksummed.
+  bool check_blob_item_checksum(const checked_page& page, std::uint32_t record, item_name what,
                                 std::uint64_t blob_offset, std::uint64_t length,
                                 std::uint32_t stored_checksum) {
     const file_info& info = core_->info();
-    if (blob_items_overlap_) return;
+    if (blob_items_overlap_) return false;
     if (length > info.blob_length - blob_bytes_checksummed_) {
       blob_items_overlap_ = true;
       page_problem(page, record,
@@ -590,7 +644,7 @@ class verifier {
                                "far add up to more than the {}-byte blob region, so some overlap; "
                                "the checksums of this item and the rest are not checked",
                                describe(what), length, blob_offset, info.blob_length));
-      return;
+      return false;
     }
     blob_bytes_checksummed_ += length;
     const std::uint32_t computed_checksum = crc32c(base_ + info.blob_offset + blob_offset, length);
@@ -602,11 +656,14 @@ class verifier {
                       describe(what), stored_checksum, length, blob_offset,
                       info.blob_offset + blob_offset, computed_checksum));
     }
+    return true;
   }
 
   // Walks the slots and the heap of a decodable page: every item in bounds,
   // back to back in entry order, ending at heap_end.  Fills rests_ and
   // suffix_lengths_ for byte-string keys and sets keys_usable.
+  // Remainders in the blob region are readable when their checksum was
+  // checked (check_blob_item_checksum): see there.
   void check_heap(checked_page& page) {
     const file_info& info = core_->info();
     const bool byte_keys = info.keys == key_kind::bytes;
@@ -640,10 +697,18 @@ class verifier {
         } else {
           const std::uint32_t rest = suffix > page.inline_width ? suffix - page.inline_width : 0;
           const unsigned char* data = nullptr;
-          if (check_item(page, slot, rest, {true, i}, cursor, data)) {
-            rests_[i] = {data, rest};
-          } else {
-            page.keys_usable = false;
+          switch (check_item(page, slot, rest, {true, i}, cursor, data)) {
+            case item_place::out_of_bounds:
+              page.keys_usable = false;
+              break;
+            case item_place::empty:
+            case item_place::in_page:
+            case item_place::in_blob:
+              rests_[i] = {data, rest, true};
+              break;
+            case item_place::in_blob_unchecked:
+              rests_[i] = {data, rest, false};
+              break;
           }
         }
       }
@@ -671,26 +736,131 @@ class verifier {
   key_rest rest_of(const checked_page& page, std::uint32_t index) const {
     if (core_->info().keys == key_kind::bytes) return rests_[index];
     return {page.bytes + page.sections.key_data + std::size_t{index} * page.sections.tail_width,
-            page.sections.tail_width};
+            page.sections.tail_width, true};
   }
 
-  // Key `index` of a page whose keys are usable, whole.
-  void read_key(const checked_page& page, std::uint32_t index, std::string& out) const {
-    out.assign(as_chars(page.bytes + page.sections.prefix, page.prefix_length));
+  // Key `index` of a page whose keys are usable, where it lies.
+  key_ref key_of(const checked_page& page, std::uint32_t index) const {
+    key_ref key;
     const std::uint32_t suffix = suffix_length(page, index);
-    out.append(
-        as_chars(page.bytes + page.sections.inline_keys + std::size_t{index} * page.inline_width,
-                 std::min(suffix, page.inline_width)));
+    key.parts[0] = {page.bytes + page.sections.prefix, page.prefix_length, true};
+    key.parts[1] = {page.bytes + page.sections.inline_keys + std::size_t{index} * page.inline_width,
+                    std::min(suffix, page.inline_width), true};
     if (suffix > page.inline_width) {
       const key_rest rest = rest_of(page, index);
-      out.append(as_chars(rest.data, rest.length));
+      key.parts[2] = {rest.data, rest.length, rest.readable};
     }
+    return key;
+  }
+
+  // Counts the bytes of a key's remainder that a comparison reads.
+  void count_rest_read(const unsigned char* data, std::uint64_t length) noexcept {
+    if (data >= blob_begin_ && data < blob_end_) {
+      costs_.blob_bytes_compared += length;
+    } else {
+      costs_.page_rest_bytes_compared += length;
+    }
+  }
+
+  // The length of the longest common prefix of a and b, up to `limit`, or
+  // nothing when it depends on bytes that are not readable.
+  std::optional<std::uint64_t> shared_length(const key_ref& a, const key_ref& b,
+                                             std::uint64_t limit) {
+    std::size_t part_a = 0, part_b = 0;
+    std::uint32_t at_a = 0, at_b = 0;  // offsets in the current parts
+    std::uint64_t shared = 0;
+    while (shared < limit) {
+      while (part_a < 3 && at_a == a.parts[part_a].length) ++part_a, at_a = 0;
+      while (part_b < 3 && at_b == b.parts[part_b].length) ++part_b, at_b = 0;
+      if (part_a == 3 || part_b == 3) return shared;
+      const key_ref::part& piece_a = a.parts[part_a];
+      const key_ref::part& piece_b = b.parts[part_b];
+      if (!piece_a.readable || !piece_b.readable) return std::nullopt;
+      const std::uint64_t length =
+          std::min<std::uint64_t>({piece_a.length - at_a, piece_b.length - at_b, limit - shared});
+      if (part_a == 2) count_rest_read(piece_a.data + at_a, length);
+      if (part_b == 2) count_rest_read(piece_b.data + at_b, length);
+      const std::size_t same = common_prefix_length(as_chars(piece_a.data + at_a, length),
+                                                    as_chars(piece_b.data + at_b, length));
+      shared += same;
+      if (same < length) return shared;
+      at_a += static_cast<std::uint32_t>(length);
+      at_b += static_cast<std::uint32_t>(length);
+    }
+    return shared;
+  }
+
+  // Copies bytes [from, from + count) of a key, as many as it has, to `out`;
+  // returns how many, or nothing when they are not readable.
+  std::optional<std::size_t> copy_bytes(const key_ref& key, std::uint64_t from, std::size_t count,
+                                        unsigned char* out) {
+    std::size_t copied = 0;
+    for (std::size_t i = 0; i < 3 && copied < count; ++i) {
+      const key_ref::part& piece = key.parts[i];
+      if (from >= piece.length) {
+        from -= piece.length;
+        continue;
+      }
+      if (!piece.readable) return std::nullopt;
+      const std::size_t length = std::min<std::uint64_t>(piece.length - from, count - copied);
+      if (i == 2) count_rest_read(piece.data + from, length);
+      std::memcpy(out + copied, piece.data + from, length);
+      copied += length;
+      from = 0;
+    }
+    return copied;
+  }
+
+  // Byte `position` of a key, which the caller knows to be readable.
+  static unsigned char byte_at(const key_ref& key, std::uint64_t position) noexcept {
+    for (const key_ref::part& piece : key.parts) {
+      if (position < piece.length) return piece.data[position];
+      position -= piece.length;
+    }
+    return 0;
+  }
+
+  // Key order of a and b (-1, 0 or 1), or nothing when it depends on bytes
+  // that are not readable.
+  std::optional<int> compare_refs(const key_ref& a, const key_ref& b) {
+    const std::optional<std::uint64_t> shared =
+        shared_length(a, b, std::numeric_limits<std::uint64_t>::max());
+    if (!shared) return std::nullopt;
+    if (*shared < a.length() && *shared < b.length())
+      return byte_at(a, *shared) < byte_at(b, *shared) ? -1 : 1;
+    return (a.length() > b.length()) - (a.length() < b.length());
+  }
+
+  // Whether a is below b, at most b, ...: false when it cannot be decided.
+  bool below(const key_ref& a, const key_ref& b) {
+    const std::optional<int> order = compare_refs(a, b);
+    return order && *order < 0;
+  }
+  bool not_below(const key_ref& a, const key_ref& b) {
+    const std::optional<int> order = compare_refs(a, b);
+    return order && *order >= 0;
+  }
+
+  // A key for a message: as show_key, or the bytes that are readable and
+  // how many are not.
+  std::string show_ref(const key_ref& key) {
+    std::string bytes;
+    for (const key_ref::part& piece : key.parts) {
+      if (!piece.readable) {
+        return fmt::format("{} and {} more bytes in overlapping blob items, not read",
+                           show_key(bytes), piece.length);
+      }
+      if (&piece == &key.parts[2]) count_rest_read(piece.data, piece.length);
+      bytes.append(as_chars(piece.data, piece.length));
+    }
+    return show_key(bytes);
   }
 
   // Orders keys a and b of one page by their parts, as section 8.4 does:
   // the keys share the prefix, and inline keys are big-endian, so their
-  // bytes compare as the integers do.
-  int compare_in_page(const checked_page& page, std::uint32_t a, std::uint32_t b) const {
+  // bytes compare as the integers do.  Nothing when the order depends on
+  // remainders that are not readable.
+  std::optional<int> compare_in_page(const checked_page& page, std::uint32_t a, std::uint32_t b) {
     const std::uint32_t width = page.inline_width;
     const unsigned char* inline_keys = page.bytes + page.sections.inline_keys;
     const int order = std::memcmp(inline_keys + std::size_t{a} * width,
@@ -707,6 +877,10 @@ class verifier {
     if (length_a > width && length_b > width) {
       const key_rest rest_a = rests_[a];
       const key_rest rest_b = rests_[b];
+      if (!rest_a.readable || !rest_b.readable) return std::nullopt;
+      const std::uint32_t compared = std::min(rest_a.length, rest_b.length);
+      count_rest_read(rest_a.data, compared);
+      count_rest_read(rest_b.data, compared);
       return compare_keys(as_chars(rest_a.data, rest_a.length),
                           as_chars(rest_b.data, rest_b.length));
     }
@@ -780,18 +954,18 @@ class verifier {
       }
     } else {
       for (std::uint32_t i = 1; i < n; ++i) {
-        if (compare_in_page(page, i - 1, i) >= 0) {
+        const std::optional<int> order = compare_in_page(page, i - 1, i);
+        if (order && *order >= 0) {
           unordered = i;
           break;
         }
       }
     }
     if (unordered < n) {
-      read_key(page, unordered - 1, key_a_);
-      read_key(page, unordered, key_b_);
       page_problem(page, page.sections.inline_keys + std::size_t{unordered} * width,
                    fmt::format("key {} ({}) is not greater than key {} ({})", unordered,
-                               show_key(key_b_), unordered - 1, show_key(key_a_)));
+                               show_ref(key_of(page, unordered)), unordered - 1,
+                               show_ref(key_of(page, unordered - 1))));
     }
   }
 
@@ -832,13 +1006,12 @@ class verifier {
                       prefix, info.prefix_cap));
       return;
     }
-    read_key(page, 0, key_a_);
-    read_key(page, n - 1, key_b_);
-    std::uint32_t common = 0;
-    while (common < key_a_.size() && common < key_b_.size() && common < info.prefix_cap &&
-           key_a_[common] == key_b_[common]) {
-      ++common;
-    }
+    // Not known when the first prefix_cap bytes reach into remainders that
+    // are not readable (the overlap is reported).
+    const std::optional<std::uint64_t> shared =
+        shared_length(key_of(page, 0), key_of(page, n - 1), info.prefix_cap);
+    if (!shared) return;
+    const auto common = static_cast<std::uint32_t>(*shared);
     const std::uint32_t expected =
         format::policy_prefix_length(kind, info.keys, info.key_size, common, minor);
     if (prefix != expected) {
@@ -906,14 +1079,14 @@ class verifier {
         check_keys(page);
         if (page.count == 0) continue;
         // Separators ascend from page to page of a level too.
-        read_key(page, 0, key_a_);
-        if (have_previous && compare_keys(level_last_, key_a_) >= 0) {
+        const key_ref first_separator = key_of(page, 0);
+        if (have_previous && not_below(level_last_, first_separator)) {
           page_problem(
               page, page.sections.inline_keys,
               fmt::format("first separator {} is not greater than the last separator {} of page {}",
-                          show_key(key_a_), show_key(level_last_), previous_page));
+                          show_ref(first_separator), show_ref(level_last_), previous_page));
         }
-        read_key(page, page.count - 1, level_last_);
+        level_last_ = key_of(page, page.count - 1);
         have_previous = true;
         previous_page = number;
         // Separator i stands between children i and i + 1.
@@ -928,9 +1101,7 @@ class verifier {
             tiling_broken_ = true;  // the first_child chain has been reported
             continue;
           }
-          read_key(page, i, key_b_);
-          slot = {separator_arena_.size(), static_cast<std::uint32_t>(key_b_.size()), number, i};
-          separator_arena_.append(key_b_);
+          slot = {key_of(page, i), number, i};
         }
       }
       if (children.expected() != below_pages) {
@@ -943,6 +1114,7 @@ class verifier {
       below_start.swap(level_start);
       if (level == 1) level1_start_leaf_ = below_start;
     }
+    costs_.separator_bytes_held = boundaries_.capacity() * sizeof(boundary_separator);
   }
 
   // ---------------------------------------------------------------------
@@ -994,14 +1166,14 @@ class verifier {
       if (info.values == value_kind::u64 || info.values == value_kind::fixed) {
         value_length_seen_ = info.value_size;
       }
-      read_key(page, 0, first_);
-      if (have_previous && compare_keys(previous_last_, first_) >= 0) {
+      first_ = key_of(page, 0);
+      if (have_previous && not_below(previous_last_, first_)) {
         page_problem(page, page.sections.inline_keys,
                      fmt::format("first key {} is not greater than the last key {} of page {}",
-                                 show_key(first_), show_key(previous_last_), previous_leaf + 1));
+                                 show_ref(first_), show_ref(previous_last_), previous_leaf + 1));
       }
       if (have_previous && previous_leaf + 1 == leaf && !tiling_broken_) check_boundary(leaf);
-      read_key(page, n - 1, previous_last_);
+      previous_last_ = key_of(page, n - 1);
       have_previous = true;
       previous_leaf = leaf;
     }
@@ -1013,24 +1185,24 @@ class verifier {
   }
 
   // The separator between leaf - 1 and leaf: last key before < separator <=
-  // first key after (previous_last_ and first_).
+  // first key after (previous_last_ and first_).  An order that depends on
+  // remainders that are not readable is not checked.
   void check_boundary(std::uint32_t leaf) {
     if (leaf >= boundaries_.size()) return;
     const boundary_separator& boundary = boundaries_[leaf];
     if (boundary.page == 0) return;
-    const std::string_view separator =
-        std::string_view(separator_arena_).substr(boundary.arena_offset, boundary.length);
-    const bool above_left = compare_keys(previous_last_, separator) < 0;
-    const bool below_right = compare_keys(separator, first_) <= 0;
-    if (above_left && below_right) return;
+    const key_ref& separator = boundary.key;
+    const bool not_above_left = not_below(previous_last_, separator);
+    const bool above_right = below(first_, separator);
+    if (!not_above_left && !above_right) return;
     const checked_page owner = page_header_of(boundary.page);
     page_problem(
         boundary.page,
         owner.sections.inline_keys + std::size_t{boundary.index} * owner.inline_width,
         fmt::format("separator {} ({}) does not divide pages {} and {}: it must be greater than {} "
                     "and at most {}",
-                    boundary.index, show_key(separator), leaf, leaf + 1, show_key(previous_last_),
-                    show_key(first_)));
+                    boundary.index, show_ref(separator), leaf, leaf + 1, show_ref(previous_last_),
+                    show_ref(first_)));
   }
 
   // The section offsets of a page already checked, for placing a message.
@@ -1185,8 +1357,13 @@ class verifier {
     // leaves (otherwise that is reported, and boundaries are unknown).
     if (tiling_broken_ || level1_start_leaf_.size() != entries + std::size_t{1}) return;
     unsigned char head[directory::max_head_size];
-    std::string_view first_separator, last_separator;
+    unsigned char separator_head[directory::max_head_size];
+    key_ref first_separator, last_separator;
+    const key_ref prefix_key = ref_of(prefix);
     bool all_matched = true;
+    // Separators whose remainders are not readable are matched as far as
+    // their readable bytes go (the overlap is reported).
+    bool all_known = true;
     for (std::uint32_t i = 0; i < entries; ++i) {
       const auto [page, index] = parts.locator_of(i);
       const std::uint32_t leaf = level1_start_leaf_[i + 1];
@@ -1202,33 +1379,45 @@ class verifier {
         all_matched = false;
         continue;
       }
-      const std::string_view separator =
-          std::string_view(separator_arena_).substr(boundary.arena_offset, boundary.length);
+      const key_ref& separator = boundary.key;
       if (i == 0) first_separator = separator;
       last_separator = separator;
-      if (!separator.starts_with(prefix)) {
+      const std::optional<std::uint64_t> with_prefix =
+          shared_length(separator, prefix_key, prefix.size());
+      if (!with_prefix) {
+        all_known = false;
+        continue;
+      }
+      if (*with_prefix < prefix.size()) {
         problem(directory::prefix_offset(entries, head_size),
                 fmt::format("entry {}: its separator {} does not start with the directory's "
                             "prefix {}",
-                            i, show_key(separator), show_key(prefix)));
+                            i, show_ref(separator), show_key(prefix)));
         all_matched = false;
         continue;
       }
-      directory::store_head(head, separator.substr(prefix.size()), head_size);
+      const std::optional<std::size_t> head_length =
+          copy_bytes(separator, prefix.size(), head_size, separator_head);
+      if (!head_length) {
+        all_known = false;
+        continue;
+      }
+      directory::store_head(head, as_chars(separator_head, *head_length), head_size);
       const unsigned char* stored_head = parts.head(i);
       if (std::memcmp(stored_head, head, head_size) != 0) {
         problem(stored_head - region,
                 fmt::format("entry {}: the head is not the {} bytes after the prefix of its "
                             "separator {}",
-                            i, head_size, show_key(separator)));
+                            i, head_size, show_ref(separator)));
       }
     }
-    if (options_.builder_policy && all_matched) {
-      const std::size_t shared = common_prefix_length(first_separator, last_separator);
-      if (shared != prefix.size()) {
+    if (options_.builder_policy && all_matched && all_known) {
+      const std::optional<std::uint64_t> shared =
+          shared_length(first_separator, last_separator, std::numeric_limits<std::uint64_t>::max());
+      if (shared && *shared != prefix.size()) {
         problem(directory::prefix_offset(entries, head_size),
                 fmt::format("builder policy: the prefix is {} bytes; the separators share {}",
-                            prefix.size(), shared));
+                            prefix.size(), *shared));
       }
     }
   }
@@ -1275,6 +1464,9 @@ class verifier {
   const verify_options& options_;
   verify_report& report_;
   std::unique_ptr<reader_core> core_;
+  const unsigned char* blob_begin_ = nullptr;  // the blob region, once the header is read
+  const unsigned char* blob_end_ = nullptr;
+  verify_costs costs_;
   std::uint32_t page_size_ = 0;
   bool check_reserved_ =
       true;  // reserved bytes and padding are zero (minor versions this code knows)
@@ -1282,13 +1474,13 @@ class verifier {
   // Per page, reused: byte-string keys' suffix lengths and remainders.
   std::vector<std::uint32_t> suffix_lengths_;
   std::vector<key_rest> rests_;
-  std::string key_a_, key_b_, first_, previous_last_, level_last_;
+  // Keys kept from page to page, where they lie in the mapping.
+  key_ref first_, previous_last_, level_last_;
 
   std::vector<boundary_separator> boundaries_;    // by leaf index
   std::vector<std::uint32_t> level1_start_leaf_;  // the first leaf under each level-1 page
-  std::string separator_arena_;
-  bool tiling_broken_ = false;  // separators cannot be matched to leaf boundaries
-  bool all_keys_seen_ = true;   // every leaf was decoded, so totals are exact
+  bool tiling_broken_ = false;                    // separators cannot be matched to leaf boundaries
+  bool all_keys_seen_ = true;                     // every leaf was decoded, so totals are exact
   std::vector<blob_item> blob_items_;
   std::uint64_t blob_bytes_checksummed_ = 0;  // the lengths of the items checksummed so far
   bool blob_items_overlap_ = false;           // they added up to more than the blob region
@@ -1317,8 +1509,10 @@ std::string format_problem(const verify_report& report, const verify_problem& pr
   return fmt::format("{}: (offset {}): {}", report.name, problem.offset, problem.message);
 }
 
-verify_report verify_bytes(std::span<const std::byte> bytes, std::string name,
-                           const verify_options& options) {
+namespace detail {
+
+verify_report verify_bytes_measured(std::span<const std::byte> bytes, std::string name,
+                                    const verify_options& options, verify_costs& costs) {
   verify_report report;
   report.name = std::move(name);
   report.file_size = bytes.size();
@@ -1326,8 +1520,18 @@ verify_report verify_bytes(std::span<const std::byte> bytes, std::string name,
   static const unsigned char nothing = 0;
   const auto* base =
       bytes.empty() ? &nothing : reinterpret_cast<const unsigned char*>(bytes.data());
-  detail::verifier(base, bytes.size(), options, report).run();
+  verifier checker(base, bytes.size(), options, report);
+  checker.run();
+  costs = checker.costs();
   return report;
+}
+
+}  // namespace detail
+
+verify_report verify_bytes(std::span<const std::byte> bytes, std::string name,
+                           const verify_options& options) {
+  detail::verify_costs costs;
+  return detail::verify_bytes_measured(bytes, std::move(name), options, costs);
 }
 
 verify_report verify_file(const std::filesystem::path& path, const verify_options& options) {
