@@ -59,6 +59,16 @@ int flush_standard_output() {
   return exit_success;
 }
 
+// The whole number `text` spells, digits only: from_chars takes no sign
+// and no space, and reports overflow.
+std::optional<std::uint64_t> parse_whole_number(std::string_view text) {
+  std::uint64_t number = 0;
+  const char* const end = text.data() + text.size();
+  const auto [stop, failure] = std::from_chars(text.data(), end, number);
+  if (failure != std::errc{} || stop != end) return std::nullopt;
+  return number;
+}
+
 }  // namespace
 
 CLI::Validator whole_number(std::uint64_t least, std::uint64_t most) {
@@ -67,11 +77,8 @@ CLI::Validator whole_number(std::uint64_t least, std::uint64_t most) {
                           : fmt::format("a whole number from {} to {}", least, most);
   return CLI::Validator(
       [least, most, range](std::string& text) -> std::string {
-        // from_chars takes no sign and no space, and reports overflow.
-        std::uint64_t number = 0;
-        const char* const end = text.data() + text.size();
-        const auto [stop, failure] = std::from_chars(text.data(), end, number);
-        if (failure != std::errc{} || stop != end || number < least || number > most)
+        const std::optional<std::uint64_t> number = parse_whole_number(text);
+        if (!number || *number < least || *number > most)
           return fmt::format("{} is not {}", text, range);
         return {};
       },
@@ -83,10 +90,8 @@ CLI::Validator page_size_number() {
       fmt::format("a power of two from {} to {}", format::min_page_size, format::max_page_size);
   return CLI::Validator(
       [rule](std::string& text) -> std::string {
-        std::uint32_t number = 0;
-        const char* const end = text.data() + text.size();
-        const auto [stop, failure] = std::from_chars(text.data(), end, number);
-        if (failure != std::errc{} || stop != end || !format::is_valid_page_size(number))
+        const std::optional<std::uint64_t> number = parse_whole_number(text);
+        if (!number || !format::is_valid_page_size(*number))
           return fmt::format("{} is not {}", text, rule);
         return {};
       },

@@ -162,12 +162,8 @@ struct key_rest {
 // bounds-checked when the key was decoded, so a key_ref may be kept and
 // read back later instead of copying the key.
 struct key_ref {
-  struct part {
-    const unsigned char* data = nullptr;
-    std::uint32_t length = 0;
-    bool readable = true;
-  };
-  part parts[3];  // prefix, inline key, rest
+  using part = key_rest;  // a prefix and an inline key are always readable
+  part parts[3];          // prefix, inline key, rest
 
   std::uint64_t length() const noexcept {
     return std::uint64_t{parts[0].length} + parts[1].length + parts[2].length;
@@ -746,10 +742,7 @@ class verifier {
     key.parts[0] = {page.bytes + page.sections.prefix, page.prefix_length, true};
     key.parts[1] = {page.bytes + page.sections.inline_keys + std::size_t{index} * page.inline_width,
                     std::min(suffix, page.inline_width), true};
-    if (suffix > page.inline_width) {
-      const key_rest rest = rest_of(page, index);
-      key.parts[2] = {rest.data, rest.length, rest.readable};
-    }
+    if (suffix > page.inline_width) key.parts[2] = rest_of(page, index);
     return key;
   }
 
